@@ -1,0 +1,157 @@
+//! Metadata layers (`InodeVector`) and inode lookup across layers.
+
+use capnp::serialize::NoAllocBufferSegments;
+
+use crate::metadata_capnp::{inode, inode_vector};
+use crate::{Error, Inode, InodeKind, Result};
+
+/// A parsed metadata blob. Holds the message's read budget (see the crate
+/// docs); cheap to create. [`MetadataBlob::layer`] gives the view to read it.
+pub struct MetadataBlob<'a> {
+    msg: capnp::message::Reader<NoAllocBufferSegments<&'a [u8]>>,
+}
+
+impl<'a> MetadataBlob<'a> {
+    /// Parses a metadata blob. `buf` must be 8-byte aligned.
+    pub fn parse(buf: &'a [u8]) -> Result<Self> {
+        Ok(MetadataBlob {
+            msg: crate::read_message(buf)?,
+        })
+    }
+
+    /// The inode list of this blob.
+    pub fn layer(&self) -> Result<Layer<'_>> {
+        let root = self.msg.get_root::<inode_vector::Reader<'_>>()?;
+        Ok(Layer {
+            inodes: root.get_inodes()?,
+        })
+    }
+}
+
+/// A view of one metadata layer: its inodes, sorted by inode number.
+#[derive(Clone, Copy)]
+pub struct Layer<'m> {
+    inodes: capnp::struct_list::Reader<'m, inode::Owned>,
+}
+
+impl<'m> Layer<'m> {
+    /// Number of inodes in the layer.
+    pub fn len(&self) -> u32 {
+        self.inodes.len()
+    }
+
+    /// Whether the layer holds no inode.
+    pub fn is_empty(&self) -> bool {
+        self.inodes.len() == 0
+    }
+
+    /// The inode at position `idx` (not inode number) in the layer.
+    pub fn inode_at(&self, idx: u32) -> Result<Inode<'m>> {
+        self.inodes
+            .try_get(idx)
+            .map(Inode::new)
+            .ok_or(Error::Bounds)
+    }
+
+    /// All inodes of the layer in stored order (whiteouts included).
+    pub fn inodes(&self) -> Inodes<'m> {
+        Inodes {
+            layer: *self,
+            pos: 0,
+        }
+    }
+
+    /// Binary search for `ino` in this layer only. Returns the inode even
+    /// when it is a whiteout. If the layer is not sorted the answer may be a
+    /// false "absent" but never a wrong inode.
+    pub fn find(&self, ino: u64) -> Result<Option<Inode<'m>>> {
+        let (mut lo, mut hi) = (0u32, self.inodes.len());
+        while lo < hi {
+            let mid = crate::mid(lo, hi);
+            let candidate = self.inode_at(mid)?;
+            let at = candidate.ino();
+            if at == ino {
+                return Ok(Some(candidate));
+            }
+            if at < ino {
+                lo = mid.checked_add(1).ok_or(Error::Overflow)?;
+            } else {
+                hi = mid;
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether inode numbers are strictly ascending (O(n)).
+    pub fn is_sorted(&self) -> bool {
+        let mut prev: Option<u64> = None;
+        for i in self.inodes.iter() {
+            let ino = i.get_ino();
+            if prev.is_some_and(|p| p >= ino) {
+                return false;
+            }
+            prev = Some(ino);
+        }
+        true
+    }
+
+    /// Largest inode number in the layer (the last one, layers being sorted).
+    pub fn max_ino(&self) -> Option<u64> {
+        let last = self.inodes.len().checked_sub(1)?;
+        self.inodes.try_get(last).map(|r| r.get_ino())
+    }
+}
+
+/// Iterator over the inodes of a layer.
+pub struct Inodes<'m> {
+    layer: Layer<'m>,
+    pos: u32,
+}
+
+impl<'m> Iterator for Inodes<'m> {
+    type Item = Inode<'m>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = self.layer.inodes.try_get(self.pos)?;
+        self.pos = self.pos.saturating_add(1);
+        Some(Inode::new(r))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let left = self.layer.len().saturating_sub(self.pos) as usize;
+        (left, Some(left))
+    }
+}
+
+/// Finds inode `ino` in an ordered list of layers (top first): the first
+/// layer that holds it wins; a whiteout there answers [`Error::Whiteout`],
+/// no layer holding it [`Error::InodeNotFound`].
+///
+/// `layers` is anything that yields [`Layer`] views the caller owns, e.g.
+/// `layers.iter().copied()` for a slice.
+pub fn find_inode<'m, I>(layers: I, ino: u64) -> Result<Inode<'m>>
+where
+    I: IntoIterator<Item = Layer<'m>>,
+{
+    for layer in layers {
+        if let Some(inode) = layer.find(ino)? {
+            if inode.kind()? == InodeKind::Wht {
+                return Err(Error::Whiteout(ino));
+            }
+            return Ok(inode);
+        }
+    }
+    Err(Error::InodeNotFound(ino))
+}
+
+/// [`find_inode`] over parsed metadata blobs, top layer first.
+pub fn find_inode_in<'m>(blobs: &'m [MetadataBlob<'_>], ino: u64) -> Result<Inode<'m>> {
+    for blob in blobs {
+        if let Some(inode) = blob.layer()?.find(ino)? {
+            if inode.kind()? == InodeKind::Wht {
+                return Err(Error::Whiteout(ino));
+            }
+            return Ok(inode);
+        }
+    }
+    Err(Error::InodeNotFound(ino))
+}

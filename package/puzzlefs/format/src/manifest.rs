@@ -1,0 +1,153 @@
+//! The image manifest (`Rootfs`): the list of metadata layers and the
+//! fs-verity measurements of every blob.
+
+use capnp::serialize::NoAllocBufferSegments;
+
+use crate::digest::digest_from;
+use crate::manifest_capnp::{rootfs, verity_data};
+use crate::metadata_capnp::blob_ref;
+use crate::{Digest, Error, Result, MANIFEST_VERSION};
+
+/// A reference to (part of) a blob: its name, an offset into its
+/// (decompressed) contents, and whether it is stored zstd-compressed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlobRef {
+    /// sha256 of the blob as stored (its file name).
+    pub digest: Digest,
+    /// Byte offset into the decompressed blob.
+    pub offset: u64,
+    /// The blob is one zstd frame.
+    pub compressed: bool,
+}
+
+impl BlobRef {
+    pub(crate) fn from_reader(r: blob_ref::Reader<'_>) -> Result<Self> {
+        Ok(BlobRef {
+            digest: digest_from(r.get_digest()?)?,
+            offset: r.get_offset(),
+            compressed: r.get_compressed(),
+        })
+    }
+}
+
+/// A parsed image manifest. Holds the message's read budget (see the crate
+/// docs); cheap to create.
+pub struct Manifest<'a> {
+    msg: capnp::message::Reader<NoAllocBufferSegments<&'a [u8]>>,
+}
+
+impl<'a> Manifest<'a> {
+    /// Parses a manifest blob and checks its version. `buf` must be 8-byte
+    /// aligned (else [`Error::Capnp`]).
+    pub fn parse(buf: &'a [u8]) -> Result<Self> {
+        let msg = crate::read_message(buf)?;
+        let m = Manifest { msg };
+        let version = m.root()?.get_manifest_version();
+        if version != MANIFEST_VERSION {
+            return Err(Error::BadVersion(version));
+        }
+        Ok(m)
+    }
+
+    fn root(&self) -> Result<rootfs::Reader<'_>> {
+        Ok(self.msg.get_root::<rootfs::Reader<'_>>()?)
+    }
+
+    /// The manifest version (always [`MANIFEST_VERSION`] once parsed).
+    pub fn version(&self) -> Result<u64> {
+        Ok(self.root()?.get_manifest_version())
+    }
+
+    /// The metadata layers, top (newest) first.
+    pub fn layers(&self) -> Result<BlobRefs<'_>> {
+        let list = self.root()?.get_metadatas()?;
+        Ok(BlobRefs { list, pos: 0 })
+    }
+
+    /// Number of metadata layers.
+    pub fn layer_count(&self) -> Result<u32> {
+        Ok(self.root()?.get_metadatas()?.len())
+    }
+
+    /// Metadata layer `i` (0 is the top layer).
+    pub fn layer(&self, i: u32) -> Result<BlobRef> {
+        let list = self.root()?.get_metadatas()?;
+        BlobRef::from_reader(list.try_get(i).ok_or(Error::Bounds)?)
+    }
+
+    /// The fs-verity entries (blob digest, measurement), in stored order.
+    pub fn verity_entries(&self) -> Result<VerityEntries<'_>> {
+        let list = self.root()?.get_fs_verity_data()?;
+        Ok(VerityEntries { list, pos: 0 })
+    }
+
+    /// The fs-verity measurement recorded for blob `digest`, if any. Binary
+    /// search when the entries are sorted by digest (as builders write them),
+    /// falling back to a linear scan otherwise.
+    pub fn verity_for(&self, digest: &Digest) -> Result<Option<&[u8]>> {
+        let list = self.root()?.get_fs_verity_data()?;
+        let (mut lo, mut hi) = (0u32, list.len());
+        while lo < hi {
+            let mid = crate::mid(lo, hi);
+            let e = list.try_get(mid).ok_or(Error::Bounds)?;
+            let d = e.get_digest()?;
+            match d.cmp(&digest[..]) {
+                core::cmp::Ordering::Equal => return Ok(Some(e.get_verity()?)),
+                core::cmp::Ordering::Less => lo = mid.checked_add(1).ok_or(Error::Overflow)?,
+                core::cmp::Ordering::Greater => hi = mid,
+            }
+        }
+        for e in list.iter() {
+            if e.get_digest()? == &digest[..] {
+                return Ok(Some(e.get_verity()?));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Iterator over the metadata layers of a manifest.
+pub struct BlobRefs<'m> {
+    list: capnp::struct_list::Reader<'m, blob_ref::Owned>,
+    pos: u32,
+}
+
+impl Iterator for BlobRefs<'_> {
+    type Item = Result<BlobRef>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = self.list.try_get(self.pos)?;
+        self.pos = self.pos.saturating_add(1);
+        Some(BlobRef::from_reader(r))
+    }
+}
+
+/// One fs-verity entry of a manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VerityEntry<'m> {
+    /// The blob's digest.
+    pub digest: Digest,
+    /// Its fs-verity measurement (32 bytes for sha256).
+    pub verity: &'m [u8],
+}
+
+/// Iterator over the fs-verity entries of a manifest.
+pub struct VerityEntries<'m> {
+    list: capnp::struct_list::Reader<'m, verity_data::Owned>,
+    pos: u32,
+}
+
+impl<'m> Iterator for VerityEntries<'m> {
+    type Item = Result<VerityEntry<'m>>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = self.list.try_get(self.pos)?;
+        self.pos = self.pos.saturating_add(1);
+        Some(verity_entry(r))
+    }
+}
+
+fn verity_entry(r: verity_data::Reader<'_>) -> Result<VerityEntry<'_>> {
+    Ok(VerityEntry {
+        digest: digest_from(r.get_digest()?)?,
+        verity: r.get_verity()?,
+    })
+}
