@@ -1,0 +1,628 @@
+//! `puzzlefs build`: a source tree to an image in an OCI directory.
+//!
+//! 1. Scan the tree breadth-first, names of each directory sorted by bytes,
+//!    numbering inodes from 2 (root is 1) in that order; a hard link takes
+//!    the number of the first path met (the counter still advances, as the
+//!    other implementation does, so the same tree gets the same numbers).
+//! 2. Stream the contents of every regular file, in that same order, through
+//!    one FastCDC (2020) chunker; worker threads hash, compress and store the
+//!    chunks while the chunker reads on. At most a few chunks per worker are
+//!    in memory; every file is read once and must keep its size.
+//! 3. Write the metadata layer, then the manifest, then sync, then point the
+//!    tag at the manifest in index.json. The directory lock is held
+//!    throughout; a failure leaves index.json as it was.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fs;
+use std::io::{self, Read};
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{anyhow, bail, Context, Result};
+use sha2::{Digest as _, Sha256};
+
+use puzzlefs_format::{find_inode, BlobRef, Digest, Error as FmtError, InodeKind, NAME_MAX};
+
+use crate::image::{self, Image};
+use crate::model::{encode_layer, encode_manifest, FileChunk, InodeRec, Kind};
+use crate::oci::OciDir;
+use crate::progress::Progress;
+use crate::sys;
+use crate::verity;
+
+/// FastCDC minimum chunk size.
+pub const MIN_CHUNK: u32 = 16 * 1024;
+/// FastCDC average chunk size.
+pub const AVG_CHUNK: u32 = 64 * 1024;
+/// FastCDC maximum chunk size.
+pub const MAX_CHUNK: u32 = 256 * 1024;
+/// zstd level for `--compression`.
+pub const ZSTD_LEVEL: i32 = 3;
+
+/// Options of a build.
+#[derive(Clone)]
+pub struct BuildOptions {
+    /// Tag to build on top of (delta layer).
+    pub base: Option<String>,
+    /// zstd-compress chunks (kept raw when that is not smaller).
+    pub compression: bool,
+    /// Worker threads for hashing and compression (0: one per CPU).
+    pub threads: usize,
+    /// Progress reporter.
+    pub progress: Progress,
+}
+
+impl Default for BuildOptions {
+    fn default() -> Self {
+        BuildOptions {
+            base: None,
+            compression: false,
+            threads: 0,
+            progress: Progress::hidden(),
+        }
+    }
+}
+
+/// What a build did.
+#[derive(Debug, Clone, Default)]
+pub struct BuildStats {
+    /// Inodes in the tree (hard links counted once).
+    pub inodes: u64,
+    /// Inodes written in the new layer.
+    pub layer_inodes: u64,
+    /// Regular file bytes read.
+    pub logical_bytes: u64,
+    /// Chunks cut.
+    pub chunks: u64,
+    /// Chunks that were not in the OCI directory yet.
+    pub new_chunks: u64,
+    /// Bytes of the new chunk blobs.
+    pub new_chunk_bytes: u64,
+}
+
+/// The result of a build.
+#[derive(Debug, Clone)]
+pub struct BuildOutput {
+    /// Image manifest digest (the `image_manifest=` mount option).
+    pub digest: Digest,
+    /// Manifest size in bytes.
+    pub manifest_size: u64,
+    /// Statistics.
+    pub stats: BuildStats,
+}
+
+/// One inode of the source tree.
+struct SrcInode {
+    ino: u64,
+    path: PathBuf,
+    meta: fs::Metadata,
+    /// Children (name, ino), sorted by name, for directories.
+    entries: Vec<(Vec<u8>, u64)>,
+    /// Rel path components (for delta matching).
+    rel: Vec<Vec<u8>>,
+}
+
+/// What the base image tells a delta build.
+#[derive(Default)]
+struct Base {
+    paths: HashMap<Vec<Vec<u8>>, u64>,
+    listings: HashMap<Vec<Vec<u8>>, Vec<(Vec<u8>, u64)>>,
+    max_ino: u64,
+}
+
+/// Builds `rootfs` into `oci_dir` under `tag`.
+pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> Result<BuildOutput> {
+    let meta = fs::symlink_metadata(rootfs).with_context(|| format!("{}", rootfs.display()))?;
+    if !meta.is_dir() {
+        bail!("{}: not a directory", rootfs.display());
+    }
+    let oci = OciDir::create(oci_dir)?;
+    let _lock = oci.lock()?;
+
+    let base_image = match &opts.base {
+        Some(t) => Some(Image::open_tag(&oci, t).with_context(|| format!("base layer {t:?}"))?),
+        None => None,
+    };
+    let base_blobs = base_image.as_ref().map(Image::blobs).unwrap_or_default();
+    let base_layers = image::views(&base_blobs)?;
+    let base = if base_image.is_some() {
+        scan_base(&base_layers)?
+    } else {
+        Base::default()
+    };
+
+    let progress = &opts.progress;
+    let inodes = scan(rootfs, &base)?;
+    let files: Vec<(PathBuf, u64)> = inodes
+        .iter()
+        .filter(|i| i.meta.is_file() && i.meta.len() > 0)
+        .map(|i| (i.path.clone(), i.meta.len()))
+        .collect();
+    let total: u64 = files.iter().map(|f| f.1).sum();
+    progress.set_total(total);
+    progress.detail(&format!(
+        "{}: {} inodes, {} regular files, {} bytes",
+        rootfs.display(),
+        inodes.len(),
+        files.len(),
+        total
+    ));
+
+    let threads = if opts.threads == 0 {
+        std::thread::available_parallelism().map_or(2, |n| n.get())
+    } else {
+        opts.threads
+    };
+    let chunks = chunk_and_store(&oci, &files, opts.compression, threads, progress)?;
+    progress.finish();
+
+    let mut stats = BuildStats {
+        inodes: inodes.len() as u64,
+        logical_bytes: total,
+        chunks: chunks.len() as u64,
+        ..Default::default()
+    };
+    for c in &chunks {
+        if c.new {
+            stats.new_chunks += 1;
+            stats.new_chunk_bytes += c.stored_len;
+        }
+    }
+
+    // File contents: stream offsets -> chunk pieces.
+    let mut file_chunks: HashMap<u64, Vec<FileChunk>> = HashMap::new();
+    {
+        let mut ci = 0usize;
+        let mut chunk_start = 0u64;
+        let mut pos = 0u64;
+        for i in inodes.iter().filter(|i| i.meta.is_file() && i.meta.len() > 0) {
+            let end = pos + i.meta.len();
+            let mut pieces = Vec::new();
+            while pos < end {
+                let c = chunks
+                    .get(ci)
+                    .ok_or_else(|| anyhow!("internal: chunk stream shorter than the files"))?;
+                let chunk_end = chunk_start + c.len;
+                let piece_end = end.min(chunk_end);
+                pieces.push(FileChunk {
+                    blob: BlobRef {
+                        digest: c.digest,
+                        offset: pos - chunk_start,
+                        compressed: c.compressed,
+                    },
+                    len: piece_end - pos,
+                });
+                pos = piece_end;
+                if pos == chunk_end {
+                    ci += 1;
+                    chunk_start = chunk_end;
+                }
+            }
+            file_chunks.insert(i.ino, pieces);
+        }
+    }
+
+    let mut recs: BTreeMap<u64, InodeRec> = BTreeMap::new();
+    let mut claimed: HashSet<u64> = inodes.iter().map(|i| i.ino).collect();
+    for i in &inodes {
+        let rec = to_rec(i, &mut file_chunks, &base, &mut claimed, &mut recs)?;
+        recs.insert(rec.ino, rec);
+    }
+
+    // A delta layer holds only what differs from the base.
+    if !base_layers.is_empty() {
+        recs.retain(|ino, rec| match find_inode(base_layers.iter().copied(), *ino) {
+            Ok(old) => InodeRec::from_view(&old).map_or(true, |old| old != *rec),
+            Err(_) => true,
+        });
+    }
+    stats.layer_inodes = recs.len() as u64;
+    let recs: Vec<InodeRec> = recs.into_values().collect();
+
+    let layer = encode_layer(&recs);
+    let (layer_digest, _) = oci.put_blob(&layer)?;
+
+    let mut verity_map: BTreeMap<Digest, [u8; 32]> = BTreeMap::new();
+    if let Some(b) = &base_image {
+        for e in b.manifest().verity_entries().map_err(|e| anyhow!("base manifest: {e}"))? {
+            let e = e.map_err(|e| anyhow!("base manifest: {e}"))?;
+            if let Ok(v) = <[u8; 32]>::try_from(e.verity) {
+                verity_map.insert(e.digest, v);
+            }
+        }
+    }
+    let used: HashSet<Digest> = recs
+        .iter()
+        .filter_map(|r| match &r.kind {
+            Kind::File { chunks } => Some(chunks.iter().map(|c| c.blob.digest)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    for c in &chunks {
+        if used.contains(&c.digest) {
+            verity_map.insert(c.digest, c.verity);
+        }
+    }
+    verity_map.insert(layer_digest, verity::measure(&layer));
+    let verity: Vec<(Digest, [u8; 32])> = verity_map.into_iter().collect();
+
+    let mut layers = vec![BlobRef {
+        digest: layer_digest,
+        offset: 0,
+        compressed: false,
+    }];
+    if let Some(b) = &base_image {
+        layers.extend(b.layer_refs());
+    }
+    let manifest = encode_manifest(&layers, &verity);
+    let (digest, _) = oci.put_blob(&manifest)?;
+    oci.sync()?;
+    oci.commit_tag(tag, &digest, manifest.len() as u64)?;
+    Ok(BuildOutput {
+        digest,
+        manifest_size: manifest.len() as u64,
+        stats,
+    })
+}
+
+fn scan_base(layers: &[puzzlefs_format::Layer<'_>]) -> Result<Base> {
+    let mut base = Base::default();
+    for l in layers {
+        if let Some(m) = l.max_ino() {
+            base.max_ino = base.max_ino.max(m);
+        }
+    }
+    image::walk(layers, |node| {
+        let ino = node.inode.ino();
+        base.max_ino = base.max_ino.max(ino);
+        base.paths.insert(node.path.clone(), ino);
+        if node.inode.kind().map_err(|e| anyhow!("{e}"))? == InodeKind::Dir {
+            let mut list = Vec::new();
+            for e in node.inode.dir().map_err(|e| anyhow!("{e}"))?.entries() {
+                let e = e.map_err(|e| anyhow!("{e}"))?;
+                match find_inode(layers.iter().copied(), e.ino) {
+                    Err(FmtError::Whiteout(_)) => {}
+                    _ => list.push((e.name.to_vec(), e.ino)),
+                }
+            }
+            base.listings.insert(node.path.clone(), list);
+        }
+        Ok(())
+    })?;
+    Ok(base)
+}
+
+/// Scans the tree breadth-first and numbers the inodes.
+fn scan(root: &Path, base: &Base) -> Result<Vec<SrcInode>> {
+    let delta = !base.paths.is_empty();
+    let root_meta = fs::symlink_metadata(root).with_context(|| format!("{}", root.display()))?;
+    let mut out = vec![SrcInode {
+        ino: 1,
+        path: root.to_owned(),
+        meta: root_meta,
+        entries: Vec::new(),
+        rel: Vec::new(),
+    }];
+    let mut links: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut claimed: HashSet<u64> = HashSet::from([1]);
+    let mut counter = 2u64;
+    let mut next_new = base.max_ino.max(1) + 1;
+    let mut qi = 0usize;
+    while qi < out.len() {
+        if !out[qi].meta.is_dir() {
+            qi += 1;
+            continue;
+        }
+        let dir = out[qi].path.clone();
+        let rel = out[qi].rel.clone();
+        let mut names: Vec<Vec<u8>> = Vec::new();
+        for e in fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
+            let e = e.with_context(|| format!("{}", dir.display()))?;
+            names.push(e.file_name().as_bytes().to_vec());
+        }
+        names.sort();
+        let mut entries = Vec::with_capacity(names.len());
+        for name in names {
+            let path = dir.join(std::ffi::OsStr::from_bytes(&name));
+            if name.len() > NAME_MAX || name.contains(&0) || name.contains(&b'/') {
+                bail!("{}: name cannot be stored in the image", path.display());
+            }
+            let meta = fs::symlink_metadata(&path).with_context(|| format!("{}", path.display()))?;
+            let mut crel = rel.clone();
+            crel.push(name.clone());
+            let counted = counter;
+            counter += 1;
+            let key = (meta.dev(), meta.ino());
+            if !meta.is_dir() && meta.nlink() > 1 {
+                if let Some(&ino) = links.get(&key) {
+                    entries.push((name, ino));
+                    continue;
+                }
+            }
+            let ino = if delta {
+                match base.paths.get(&crel) {
+                    Some(&b) if !claimed.contains(&b) => b,
+                    _ => {
+                        next_new += 1;
+                        next_new - 1
+                    }
+                }
+            } else {
+                counted
+            };
+            claimed.insert(ino);
+            if !meta.is_dir() && meta.nlink() > 1 {
+                links.insert(key, ino);
+            }
+            entries.push((name, ino));
+            out.push(SrcInode {
+                ino,
+                path,
+                meta,
+                entries: Vec::new(),
+                rel: crel,
+            });
+        }
+        out[qi].entries = entries;
+        qi += 1;
+    }
+    Ok(out)
+}
+
+fn to_rec(
+    i: &SrcInode,
+    file_chunks: &mut HashMap<u64, Vec<FileChunk>>,
+    base: &Base,
+    claimed: &mut HashSet<u64>,
+    recs: &mut BTreeMap<u64, InodeRec>,
+) -> Result<InodeRec> {
+    let ft = i.meta.file_type();
+    let mut symlink = None;
+    let kind = if ft.is_dir() {
+        let mut entries = i.entries.clone();
+        if let Some(old) = base.listings.get(&i.rel) {
+            let names: HashSet<&[u8]> = entries.iter().map(|(n, _)| n.as_slice()).collect();
+            let mut wht = Vec::new();
+            for (name, ino) in old {
+                if !names.contains(name.as_slice()) && !claimed.contains(ino) {
+                    wht.push((name.clone(), *ino));
+                }
+            }
+            for (_, ino) in &wht {
+                recs.insert(
+                    *ino,
+                    InodeRec {
+                        ino: *ino,
+                        kind: Kind::Wht,
+                        uid: 0,
+                        gid: 0,
+                        permissions: 0o644,
+                        xattrs: Vec::new(),
+                        symlink: None,
+                    },
+                );
+            }
+            entries.extend(wht);
+            entries.sort();
+        }
+        Kind::Dir { entries }
+    } else if ft.is_file() {
+        Kind::File {
+            chunks: file_chunks.remove(&i.ino).unwrap_or_default(),
+        }
+    } else if ft.is_symlink() {
+        let t = fs::read_link(&i.path).with_context(|| format!("{}", i.path.display()))?;
+        symlink = Some(t.as_os_str().as_bytes().to_vec());
+        Kind::Lnk
+    } else if ft.is_fifo() {
+        Kind::Fifo
+    } else if ft.is_socket() {
+        Kind::Sock
+    } else if ft.is_char_device() {
+        Kind::Chr {
+            major: sys::major(i.meta.rdev()),
+            minor: sys::minor(i.meta.rdev()),
+        }
+    } else if ft.is_block_device() {
+        Kind::Blk {
+            major: sys::major(i.meta.rdev()),
+            minor: sys::minor(i.meta.rdev()),
+        }
+    } else {
+        Kind::Unknown
+    };
+    let mut xattrs = Vec::new();
+    let names = sys::list_xattrs(&i.path).with_context(|| format!("{}: listing xattrs", i.path.display()))?;
+    for n in names {
+        match sys::get_xattr(&i.path, &n) {
+            Ok(v) => xattrs.push((n, v)),
+            // Removed between list and get: nothing to store.
+            Err(e) if e.raw_os_error() == Some(libc::ENODATA) => {}
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!("{}: xattr {}", i.path.display(), String::from_utf8_lossy(&n))
+                })
+            }
+        }
+    }
+    claimed.insert(i.ino);
+    Ok(InodeRec {
+        ino: i.ino,
+        kind,
+        uid: i.meta.uid(),
+        gid: i.meta.gid(),
+        permissions: (i.meta.mode() & 0o7777) as u16,
+        xattrs,
+        symlink,
+    })
+}
+
+/// One stored chunk.
+struct ChunkInfo {
+    digest: Digest,
+    compressed: bool,
+    len: u64,
+    stored_len: u64,
+    new: bool,
+    verity: [u8; 32],
+}
+
+/// The regular files' contents, one after the other, each checked to have
+/// the size the scan saw.
+struct FileStream<'a> {
+    files: &'a [(PathBuf, u64)],
+    idx: usize,
+    cur: Option<fs::File>,
+    read: u64,
+    abort: &'a AtomicBool,
+    progress: &'a Progress,
+}
+
+impl Read for FileStream<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            if self.abort.load(Ordering::Relaxed) {
+                return Err(io::Error::other("aborted"));
+            }
+            let Some((path, size)) = self.files.get(self.idx) else {
+                return Ok(0);
+            };
+            if self.cur.is_none() {
+                let f = fs::File::open(path)
+                    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+                self.cur = Some(f);
+                self.read = 0;
+                self.progress.files(self.idx as u64, self.files.len() as u64);
+            }
+            let f = self.cur.as_mut().expect("opened above");
+            let n = f
+                .read(buf)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            self.read += n as u64;
+            if self.read > *size || (n == 0 && self.read != *size) {
+                return Err(io::Error::other(format!(
+                    "{}: file changed size while being read (was {size} bytes)",
+                    path.display()
+                )));
+            }
+            if n == 0 {
+                self.cur = None;
+                self.idx += 1;
+                continue;
+            }
+            self.progress.add_bytes(n as u64);
+            return Ok(n);
+        }
+    }
+}
+
+fn chunk_and_store(
+    oci: &OciDir,
+    files: &[(PathBuf, u64)],
+    compression: bool,
+    threads: usize,
+    progress: &Progress,
+) -> Result<Vec<ChunkInfo>> {
+    let abort = AtomicBool::new(false);
+    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<u8>)>(threads * 2);
+    let work_rx = Arc::new(Mutex::new(work_rx));
+    let (res_tx, res_rx) = mpsc::channel::<Result<(usize, ChunkInfo)>>();
+    let mut out: Vec<Option<ChunkInfo>> = Vec::new();
+    let mut first_err: Option<anyhow::Error> = None;
+    std::thread::scope(|s| {
+        {
+            let res_tx = res_tx.clone();
+            let abort = &abort;
+            s.spawn(move || {
+                let stream = FileStream {
+                    files,
+                    idx: 0,
+                    cur: None,
+                    read: 0,
+                    abort,
+                    progress,
+                };
+                let cdc = fastcdc::v2020::StreamCDC::new(stream, MIN_CHUNK, AVG_CHUNK, MAX_CHUNK);
+                for (seq, c) in cdc.enumerate() {
+                    match c {
+                        Ok(c) => {
+                            if work_tx.send((seq, c.data)).is_err() {
+                                break;
+                            }
+                        }
+                        Err(e) => {
+                            let msg = match e {
+                                fastcdc::v2020::Error::IoError(e) => e.to_string(),
+                                other => other.to_string(),
+                            };
+                            let _ = res_tx.send(Err(anyhow!(msg)));
+                            break;
+                        }
+                    }
+                }
+            });
+        }
+        for _ in 0..threads.max(1) {
+            let res_tx = res_tx.clone();
+            let work_rx = Arc::clone(&work_rx);
+            let abort = &abort;
+            s.spawn(move || loop {
+                let job = work_rx.lock().expect("work queue lock").recv();
+                let Ok((seq, data)) = job else { break };
+                if abort.load(Ordering::Relaxed) {
+                    continue;
+                }
+                let r = store_chunk(oci, &data, compression).map(|c| (seq, c));
+                if res_tx.send(r).is_err() {
+                    break;
+                }
+            });
+        }
+        drop(res_tx);
+        for r in res_rx {
+            match r {
+                Ok((seq, c)) => {
+                    if out.len() <= seq {
+                        out.resize_with(seq + 1, || None);
+                    }
+                    out[seq] = Some(c);
+                }
+                Err(e) => {
+                    abort.store(true, Ordering::Relaxed);
+                    first_err.get_or_insert(e);
+                }
+            }
+        }
+    });
+    if let Some(e) = first_err {
+        return Err(e);
+    }
+    out.into_iter()
+        .map(|c| c.ok_or_else(|| anyhow!("internal: missing chunk result")))
+        .collect()
+}
+
+fn store_chunk(oci: &OciDir, data: &[u8], compression: bool) -> Result<ChunkInfo> {
+    let compressed = if compression {
+        let z = zstd::stream::encode_all(data, ZSTD_LEVEL).context("zstd")?;
+        (z.len() < data.len()).then_some(z)
+    } else {
+        None
+    };
+    let stored: &[u8] = compressed.as_deref().unwrap_or(data);
+    let digest: Digest = Sha256::digest(stored).into();
+    let new = oci.put_blob_with_digest(&digest, stored)?;
+    Ok(ChunkInfo {
+        digest,
+        compressed: compressed.is_some(),
+        len: data.len() as u64,
+        stored_len: stored.len() as u64,
+        new,
+        verity: verity::measure(stored),
+    })
+}

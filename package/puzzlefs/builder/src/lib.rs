@@ -1,0 +1,17 @@
+//! The `puzzlefs` tool as a library: build, extract, inspect and mount
+//! PuzzleFS (format v1) images. The on-disk format itself is read by the
+//! shared `puzzlefs-format` crate; this crate adds the OCI directory, the
+//! builder, decompression and hashing.
+
+pub mod build;
+pub mod extract;
+pub mod image;
+pub mod inspect;
+pub mod model;
+pub mod mount;
+pub mod oci;
+pub mod progress;
+pub mod sys;
+pub mod verity;
+
+pub use puzzlefs_format as format;
