@@ -1,0 +1,116 @@
+# PuzzleFS test appliance: top-level entry point.
+#
+#   make puzzlefs_qemu_defconfig   select the appliance (writes $(O)/.config)
+#   make                           build bzImage + rootfs.cpio
+#   make run                       boot it in QEMU, console on this terminal
+#   make test                      build what is missing, cargo tests, boot once, run test/cases
+#
+# With BUILDROOT=<path to a Buildroot checkout> every target is delegated to
+# that Buildroot with BR2_EXTERNAL=br2-external. Without it the host build
+# runs: the same appliance from Debian packages, reading the same defconfig
+# (kernel fragments, global patch dir, overlay, post-build script).
+
+O ?= $(CURDIR)/output
+override O := $(abspath $(O))
+TOP := $(CURDIR)
+
+ifneq ($(BUILDROOT),)
+# ---------------------------------------------------------------- Buildroot
+.DEFAULT_GOAL := all
+BR_MAKE = $(MAKE) -C $(BUILDROOT) BR2_EXTERNAL=$(TOP)/br2-external O=$(O)
+run: all
+	board/qemu/start-qemu.sh $(O)/images
+test: all
+	IMAGES=$(O)/images expect test/run.exp
+%:
+	$(BR_MAKE) $@
+all:
+	$(BR_MAKE)
+.PHONY: all run test
+else
+# ---------------------------------------------------------------- host build
+.DEFAULT_GOAL := all
+SHELL := /bin/bash
+
+# Settings come from the defconfig copy, exactly as Buildroot reads them.
+BR2_EXTERNAL_PUZZLEFS_PATH := $(TOP)/br2-external
+BR2_CONFIG := $(O)/.config
+-include $(BR2_CONFIG)
+qstrip = $(strip $(subst ",,$(1)))
+# Paths in the defconfig are relative to the external tree's variable.
+paths = $(foreach p,$(call qstrip,$(1)),$(abspath $(p)))
+
+LINUX_FRAGMENTS := $(call paths,$(BR2_LINUX_KERNEL_CONFIG_FRAGMENT_FILES))
+LINUX_PATCH_DIRS := $(call paths,$(BR2_GLOBAL_PATCH_DIR))
+ROOTFS_OVERLAYS := $(call paths,$(BR2_ROOTFS_OVERLAY))
+POST_BUILD_SCRIPTS := $(call paths,$(BR2_ROOTFS_POST_BUILD_SCRIPT))
+LINUX_EXT_SCRIPT := $(if $(BR2_LINUX_KERNEL_EXT_PUZZLEFS),$(TOP)/package/puzzlefs/kernel/prepare-tree.sh)
+
+CARGO ?= cargo
+CARGO_WORKSPACE := $(TOP)/package/puzzlefs
+# One static build serves as the host tool and as the target binary.
+PUZZLEFS_TARGET_DIR := $(O)/build/puzzlefs
+PUZZLEFS_BIN := $(PUZZLEFS_TARGET_DIR)/x86_64-unknown-linux-gnu/release/puzzlefs
+HOST_DIR := $(O)/host
+
+export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS HOST_DIR
+
+.PHONY: all deps deps-check puzzlefs_qemu_defconfig linux puzzlefs rootfs run test \
+	test-cargo test-suite kernel-series clean help check-config
+
+all: check-config deps-check linux puzzlefs rootfs
+	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
+
+help:
+	@sed -n '2,12p' Makefile
+
+deps:
+	@support/deps.sh
+
+# Other targets install what is missing, but only pay for the check.
+deps-check:
+	@support/deps.sh --check >/dev/null 2>&1 || support/deps.sh
+
+puzzlefs_qemu_defconfig: configs/puzzlefs_qemu_defconfig
+	@mkdir -p $(O)
+	@cp $< $(BR2_CONFIG)
+	@echo ">>> wrote $(BR2_CONFIG) from $<"
+
+check-config:
+	@test -f $(BR2_CONFIG) || { echo "no configuration: run 'make puzzlefs_qemu_defconfig' first" >&2; exit 1; }
+
+linux: check-config deps-check
+	@support/linux.sh $(O)
+
+puzzlefs: check-config deps-check
+	@echo ">>> puzzlefs: cargo build (static) in $(CARGO_WORKSPACE)"
+	@cd $(CARGO_WORKSPACE) && RUSTFLAGS="-C target-feature=+crt-static" \
+		$(CARGO) build --quiet --release --locked --target x86_64-unknown-linux-gnu \
+		--target-dir $(PUZZLEFS_TARGET_DIR) --bin puzzlefs
+	@install -D -m 0755 $(PUZZLEFS_BIN) $(HOST_DIR)/bin/puzzlefs
+
+rootfs: check-config linux puzzlefs
+	@support/rootfs.sh $(O)
+
+run: all
+	board/qemu/start-qemu.sh $(O)/images
+
+# `make test`: everything, in one go. CASES=<glob> runs a subset of test/cases.
+test: all test-cargo test-suite
+
+test-cargo: deps-check
+	@echo ">>> cargo test (workspace)"
+	@cd $(CARGO_WORKSPACE) && $(CARGO) test --quiet --locked --target-dir $(O)/build/puzzlefs-test
+
+test-suite: check-config
+	@mkdir -p $(O)/test
+	@IMAGES=$(O)/images OUT=$(O)/test CASES='$(CASES)' \
+		KERNEL_RELEASE_FILE=$$(cat $(O)/build/linux-dir)/include/config/kernel.release \
+		expect test/run.exp
+
+kernel-series: check-config
+	@package/puzzlefs/kernel/export-series.sh $(O)/series
+
+clean:
+	rm -rf $(O)
+endif

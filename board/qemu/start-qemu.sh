@@ -1,0 +1,18 @@
+#!/bin/sh
+# Boot the PuzzleFS appliance: start-qemu.sh [images-dir] [extra qemu args...]
+# Console on this terminal (Ctrl-A X quits QEMU). `poweroff` in the guest
+# ends QEMU (ACPI). KVM is present on the project's machines but guests crash
+# there, so TCG is the default; PUZZLEFS_ACCEL=kvm picks KVM where it works.
+set -eu
+IMAGES=${1:-$(dirname "$0")/../../output/images}
+[ $# -gt 0 ] && shift
+for f in bzImage rootfs.cpio; do
+	[ -r "$IMAGES/$f" ] || { echo "start-qemu: $IMAGES/$f missing (run: make)" >&2; exit 1; }
+done
+exec qemu-system-x86_64 \
+	-accel "${PUZZLEFS_ACCEL:-tcg}" \
+	-m "${PUZZLEFS_MEM:-1024}" -smp "${PUZZLEFS_SMP:-2}" \
+	-kernel "$IMAGES/bzImage" -initrd "$IMAGES/rootfs.cpio" \
+	-append "console=ttyS0 loglevel=5 panic=-1 ${PUZZLEFS_APPEND:-}" \
+	-nographic -no-reboot -nic none \
+	"$@"

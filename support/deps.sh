@@ -1,0 +1,97 @@
+#!/bin/sh
+# Install, idempotently, everything the host build needs (Debian 12 packages
+# and crates.io tools). One line per step. Without root or apt it stops with
+# the exact list of what is missing.
+#
+#   support/deps.sh          install what is missing
+#   support/deps.sh --check  only report; exit 1 if something is missing
+set -eu
+
+# Debian package -> a file it installs (how we tell it is there).
+PKGS="
+linux-source-6.12:/usr/src/linux-source-6.12.tar.xz
+rustc-web:/usr/bin/rustc
+rust-web-src:/usr/lib/rustlib/src/rust/library/core/src/lib.rs
+rust-web-clippy:/usr/bin/clippy-driver
+rustfmt-web:/usr/bin/rustfmt
+clang-19:/usr/bin/clang-19
+lld-19:/usr/bin/ld.lld-19
+llvm-19:/usr/bin/llvm-ar-19
+libclang-19-dev:/usr/lib/llvm-19/lib/libclang.so
+qemu-system-x86:/usr/bin/qemu-system-x86_64
+expect:/usr/bin/expect
+busybox-static:/bin/busybox
+capnproto:/usr/bin/capnp
+cpio:/usr/bin/cpio
+bc:/usr/bin/bc
+flex:/usr/bin/flex
+bison:/usr/bin/bison
+libelf-dev:/usr/include/libelf.h
+libssl-dev:/usr/include/openssl/ssl.h
+kmod:/usr/sbin/depmod
+xz-utils:/usr/bin/xz
+patch:/usr/bin/patch
+make:/usr/bin/make
+erofs-utils:/usr/bin/mkfs.erofs
+squashfs-tools:/usr/bin/mksquashfs
+attr:/usr/bin/getfattr
+"
+BINDGEN_VERSION=0.73.2
+
+check_only=0
+[ "${1:-}" = "--check" ] && check_only=1
+
+note() { printf 'deps: %s\n' "$*"; }
+
+missing=""
+for entry in $PKGS; do
+	pkg=${entry%%:*}
+	file=${entry#*:}
+	if [ -e "$file" ]; then
+		note "$pkg: present"
+	else
+		missing="$missing $pkg"
+	fi
+done
+
+cargo_bin=${CARGO_HOME:-$HOME/.cargo}/bin
+bindgen_ok=0
+if PATH="$cargo_bin:$PATH" command -v bindgen >/dev/null 2>&1; then
+	bindgen_ok=1
+	note "bindgen-cli: present"
+fi
+
+if [ -z "$missing" ] && [ $bindgen_ok = 1 ]; then
+	note "all present"
+	exit 0
+fi
+
+if [ $check_only = 1 ]; then
+	[ -n "$missing" ] && note "missing Debian packages:$missing"
+	[ $bindgen_ok = 0 ] && note "missing crates.io tool: bindgen-cli $BINDGEN_VERSION"
+	exit 1
+fi
+
+if [ -n "$missing" ]; then
+	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
+		note "cannot install (need root and apt-get); install these Debian packages:$missing"
+		[ $bindgen_ok = 0 ] && note "and: cargo install --locked bindgen-cli@$BINDGEN_VERSION"
+		exit 1
+	fi
+	note "apt-get update"
+	apt-get update -qq >/dev/null
+	for pkg in $missing; do
+		note "installing $pkg"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
+	done
+fi
+
+if [ $bindgen_ok = 0 ]; then
+	if ! command -v cargo >/dev/null 2>&1; then
+		note "cannot install bindgen-cli: no cargo on PATH"
+		exit 1
+	fi
+	note "cargo install --locked bindgen-cli@$BINDGEN_VERSION"
+	LIBCLANG_PATH=/usr/lib/llvm-19/lib cargo install --quiet --locked "bindgen-cli@$BINDGEN_VERSION"
+fi
+note "done"

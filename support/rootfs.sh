@@ -1,0 +1,58 @@
+#!/bin/sh
+# Host build of the root filesystem, in Buildroot's order:
+#   skeleton (busybox-static + applet links) -> kernel modules -> packages
+#   (puzzlefs) -> rootfs overlays -> post-build scripts -> cpio image.
+# Usage: support/rootfs.sh <output-dir>; settings from the Makefile's exports.
+set -eu
+
+O=$1
+TARGET_DIR=$O/target
+BINARIES_DIR=$O/images
+step() { printf '>>> rootfs %s\n' "$*"; }
+die() { printf 'rootfs: %s\n' "$*" >&2; exit 1; }
+
+[ "$(id -u)" = 0 ] || die "the host build needs root (device nodes, owners in the cpio)"
+
+# The target tree is cheap to make, so it is made anew each time: nothing
+# stale from an earlier build can hide in it.
+rm -rf "$TARGET_DIR"
+mkdir -p "$TARGET_DIR" "$BINARIES_DIR"
+cd "$TARGET_DIR"
+mkdir -p bin sbin usr/bin usr/sbin etc dev proc sys tmp run root mnt lib/modules var/log
+chmod 1777 tmp
+mknod -m 600 dev/console c 5 1
+mknod -m 666 dev/null c 1 3
+
+step "busybox (static, from busybox-static)"
+cp /bin/busybox bin/busybox
+# One link per applet, where busybox would install it.
+/bin/busybox --list-full | while read -r applet; do
+	[ "$applet" = bin/busybox ] && continue
+	mkdir -p "$(dirname "$applet")"
+	ln -sf /bin/busybox "$applet"
+done
+
+step "kernel modules"
+cp -a "$O/build/modules/lib/modules/." lib/modules/
+rm -f lib/modules/*/build lib/modules/*/source
+
+step "puzzlefs (static)"
+install -D -m 0755 "$HOST_DIR/bin/puzzlefs" usr/bin/puzzlefs
+
+for overlay in ${ROOTFS_OVERLAYS:-}; do
+	step "overlay $overlay"
+	cp -a "$overlay/." .
+done
+
+for script in ${POST_BUILD_SCRIPTS:-}; do
+	step "post-build $(basename "$script")"
+	# The arguments and environment Buildroot gives post-build scripts.
+	env TARGET_DIR="$TARGET_DIR" BINARIES_DIR="$BINARIES_DIR" HOST_DIR="$HOST_DIR" \
+		BASE_DIR="$O" BUILD_DIR="$O/build" BR2_CONFIG="$O/.config" \
+		"$script" "$TARGET_DIR" || die "post-build script $script failed"
+done
+
+step "cpio image"
+find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc >"$BINARIES_DIR/rootfs.cpio.tmp"
+mv "$BINARIES_DIR/rootfs.cpio.tmp" "$BINARIES_DIR/rootfs.cpio"
+step "$(du -h "$BINARIES_DIR/rootfs.cpio" | cut -f1) $BINARIES_DIR/rootfs.cpio"

@@ -1,0 +1,130 @@
+# Procs shared by test/run.exp and the cases in test/cases/.
+#
+# A case is a Tcl file sourced by the runner with the appliance booted and a
+# shell prompt waiting. It drives the guest with `run` / `run_ok` and ends with
+# exactly one `pass` or `fail <reason>`; an error thrown by a proc counts as a
+# failure with that message.
+
+set prompt "puzzlefs# "
+set default_timeout 60
+set verdict ""
+set oops_seen ""
+
+# Kernel lines that fail the run wherever they show up on the console.
+set oops_re {(Oops|BUG:|WARNING:|Kernel panic|KASAN|general protection fault|panicked at|Call Trace:)[^\r\n]*}
+
+proc note {msg} {
+	send_user -- "  .. $msg\n"
+}
+
+proc pass {} {
+	if {$::verdict eq ""} { set ::verdict pass }
+}
+
+proc fail {reason} {
+	if {$::verdict eq ""} { set ::verdict "fail: $reason" }
+	error "case failed: $reason"
+}
+
+# Every expect in the suite also watches for kernel trouble.
+proc watch_oops {} {
+	expect_before {
+		-re $::oops_re {
+			if {$::oops_seen eq ""} { set ::oops_seen $expect_out(0,string) }
+			exp_continue
+		}
+	}
+}
+
+# boot: start QEMU through the board script and wait for the shell.
+proc boot {images timeout_s} {
+	global spawn_id prompt
+	spawn -noecho board/qemu/start-qemu.sh $images
+	set ::qemu_spawn $spawn_id
+	watch_oops
+	set timeout $timeout_s
+	expect {
+		-ex "appliance: " {}
+		timeout { error "no init banner within ${timeout_s}s" }
+		eof { error "QEMU exited during boot" }
+	}
+	expect {
+		-ex $prompt {}
+		timeout { error "no shell prompt within ${timeout_s}s" }
+		eof { error "QEMU exited during boot" }
+	}
+	# No echo: output read back is exactly what the commands print, and
+	# busybox's line editor stays out of the way.
+	send "stty -echo\r"
+	expect -ex $prompt
+	set timeout 10
+	send "echo sync-\$((6*7))\r"
+	expect {
+		-ex "sync-42" {}
+		timeout { error "shell does not answer" }
+	}
+	expect -ex $prompt
+}
+
+# run <cmd> ?timeout?: run a shell command in the guest; returns
+# [list <exit status> <output>], output without \r.
+proc run {cmd {timeout_s ""}} {
+	global prompt
+	if {$timeout_s eq ""} { set timeout_s $::default_timeout }
+	set timeout $timeout_s
+	send -- "$cmd; echo \"@@rc=\$?@@\"\r"
+	expect {
+		-re {(.*)@@rc=([0-9]+)@@\r*\n} {
+			# Not expect_out(1,string): expect reports an empty first
+			# group wrongly, so strip the marker from the whole match.
+			set rc $expect_out(2,string)
+			regsub {@@rc=[0-9]+@@\r*\n$} $expect_out(0,string) "" out
+			set out [string map {"\r" ""} $out]
+		}
+		timeout { error "timeout after ${timeout_s}s running: $cmd" }
+		eof { error "QEMU exited running: $cmd" }
+	}
+	expect {
+		-ex $prompt {}
+		timeout { error "no prompt after: $cmd" }
+		eof { error "QEMU exited after: $cmd" }
+	}
+	return [list $rc $out]
+}
+
+# run_ok <cmd>: run and require exit status 0; returns the output.
+proc run_ok {cmd {timeout_s ""}} {
+	lassign [run $cmd $timeout_s] rc out
+	if {$rc != 0} {
+		fail "'$cmd' exited $rc: [string trim [string range $out 0 400]]"
+	}
+	return $out
+}
+
+# run_fails <cmd> <errno-text>: the command must fail and print the text
+# (e.g. "Invalid argument", the strerror of the expected errno).
+proc run_fails {cmd expected} {
+	lassign [run $cmd] rc out
+	if {$rc == 0} { fail "'$cmd' succeeded, expected failure ($expected)" }
+	if {[string first $expected $out] < 0} {
+		fail "'$cmd' failed without '$expected': [string trim $out]"
+	}
+	return $out
+}
+
+# check <cond> <reason>: fail unless the Tcl expression is true.
+proc check {cond reason} {
+	if {![uplevel 1 [list expr $cond]]} { fail $reason }
+}
+
+# recover: after a timeout, get a prompt back (Ctrl-C, then an empty line).
+proc recover {} {
+	global prompt
+	set timeout 10
+	send "\003\r"
+	expect {
+		-ex $prompt { return 1 }
+		timeout { return 0 }
+		eof { return 0 }
+	}
+}
