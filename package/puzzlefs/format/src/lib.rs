@@ -82,6 +82,7 @@ pub mod metadata_capnp {
     include!(concat!(env!("OUT_DIR"), "/metadata_capnp.rs"));
 }
 
+mod check;
 mod dir;
 mod digest;
 mod error;
@@ -90,6 +91,7 @@ mod inode;
 mod layer;
 mod manifest;
 
+pub use check::{check_layers, CheckStats};
 pub use dir::{Dir, DirEntries, DirEntry, NAME_MAX};
 pub use digest::{parse_hex_digest, Digest, HexDigest, DIGEST_LEN};
 pub use error::{Error, Result};
