@@ -106,11 +106,16 @@ struct SrcInode {
     rel: Vec<Vec<u8>>,
 }
 
+/// A path as its components from the root.
+type RelPath = Vec<Vec<u8>>;
+/// Directory listing: (name, ino).
+type Listing = Vec<(Vec<u8>, u64)>;
+
 /// What the base image tells a delta build.
 #[derive(Default)]
 struct Base {
-    paths: HashMap<Vec<Vec<u8>>, u64>,
-    listings: HashMap<Vec<Vec<u8>>, Vec<(Vec<u8>, u64)>>,
+    paths: HashMap<RelPath, u64>,
+    listings: HashMap<RelPath, Listing>,
     max_ino: u64,
 }
 
@@ -179,7 +184,10 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         let mut ci = 0usize;
         let mut chunk_start = 0u64;
         let mut pos = 0u64;
-        for i in inodes.iter().filter(|i| i.meta.is_file() && i.meta.len() > 0) {
+        for i in inodes
+            .iter()
+            .filter(|i| i.meta.is_file() && i.meta.len() > 0)
+        {
             let end = pos + i.meta.len();
             let mut pieces = Vec::new();
             while pos < end {
@@ -215,10 +223,12 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
 
     // A delta layer holds only what differs from the base.
     if !base_layers.is_empty() {
-        recs.retain(|ino, rec| match find_inode(base_layers.iter().copied(), *ino) {
-            Ok(old) => InodeRec::from_view(&old).map_or(true, |old| old != *rec),
-            Err(_) => true,
-        });
+        recs.retain(
+            |ino, rec| match find_inode(base_layers.iter().copied(), *ino) {
+                Ok(old) => InodeRec::from_view(&old).map_or(true, |old| old != *rec),
+                Err(_) => true,
+            },
+        );
     }
     stats.layer_inodes = recs.len() as u64;
     let recs: Vec<InodeRec> = recs.into_values().collect();
@@ -228,7 +238,11 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
 
     let mut verity_map: BTreeMap<Digest, [u8; 32]> = BTreeMap::new();
     if let Some(b) = &base_image {
-        for e in b.manifest().verity_entries().map_err(|e| anyhow!("base manifest: {e}"))? {
+        for e in b
+            .manifest()
+            .verity_entries()
+            .map_err(|e| anyhow!("base manifest: {e}"))?
+        {
             let e = e.map_err(|e| anyhow!("base manifest: {e}"))?;
             if let Ok(v) = <[u8; 32]>::try_from(e.verity) {
                 verity_map.insert(e.digest, v);
@@ -332,7 +346,8 @@ fn scan(root: &Path, base: &Base) -> Result<Vec<SrcInode>> {
             if name.len() > NAME_MAX || name.contains(&0) || name.contains(&b'/') {
                 bail!("{}: name cannot be stored in the image", path.display());
             }
-            let meta = fs::symlink_metadata(&path).with_context(|| format!("{}", path.display()))?;
+            let meta =
+                fs::symlink_metadata(&path).with_context(|| format!("{}", path.display()))?;
             let mut crel = rel.clone();
             crel.push(name.clone());
             let counted = counter;
@@ -437,7 +452,8 @@ fn to_rec(
         Kind::Unknown
     };
     let mut xattrs = Vec::new();
-    let names = sys::list_xattrs(&i.path).with_context(|| format!("{}: listing xattrs", i.path.display()))?;
+    let names = sys::list_xattrs(&i.path)
+        .with_context(|| format!("{}: listing xattrs", i.path.display()))?;
     for n in names {
         match sys::get_xattr(&i.path, &n) {
             Ok(v) => xattrs.push((n, v)),
@@ -445,7 +461,11 @@ fn to_rec(
             Err(e) if e.raw_os_error() == Some(libc::ENODATA) => {}
             Err(e) => {
                 return Err(e).with_context(|| {
-                    format!("{}: xattr {}", i.path.display(), String::from_utf8_lossy(&n))
+                    format!(
+                        "{}: xattr {}",
+                        i.path.display(),
+                        String::from_utf8_lossy(&n)
+                    )
                 })
             }
         }
@@ -497,7 +517,8 @@ impl Read for FileStream<'_> {
                     .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
                 self.cur = Some(f);
                 self.read = 0;
-                self.progress.files(self.idx as u64, self.files.len() as u64);
+                self.progress
+                    .files(self.idx as u64, self.files.len() as u64);
             }
             let f = self.cur.as_mut().expect("opened above");
             let n = f
@@ -625,4 +646,46 @@ fn store_chunk(oci: &OciDir, data: &[u8], compression: bool) -> Result<ChunkInfo
         new,
         verity: verity::measure(stored),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read_all(files: &[(PathBuf, u64)]) -> io::Result<Vec<u8>> {
+        let abort = AtomicBool::new(false);
+        let progress = Progress::hidden();
+        let mut s = FileStream {
+            files,
+            idx: 0,
+            cur: None,
+            read: 0,
+            abort: &abort,
+            progress: &progress,
+        };
+        let mut out = Vec::new();
+        s.read_to_end(&mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn file_stream_concatenates_and_checks_sizes() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        let b = t.path().join("b");
+        fs::write(&a, b"hello ").unwrap();
+        fs::write(&b, b"world").unwrap();
+        assert_eq!(
+            read_all(&[(a.clone(), 6), (b.clone(), 5)]).unwrap(),
+            b"hello world"
+        );
+        // The file is longer or shorter than when it was scanned.
+        for size in [4, 9] {
+            let e = read_all(&[(a.clone(), 6), (b.clone(), size)]).unwrap_err();
+            assert!(e.to_string().contains("changed size"), "{e}");
+            assert!(e.to_string().contains(&*b.to_string_lossy()), "{e}");
+        }
+        let e = read_all(&[(t.path().join("gone"), 1)]).unwrap_err();
+        assert!(e.to_string().contains("gone"), "{e}");
+    }
 }

@@ -27,7 +27,12 @@ pub struct ExtractStats {
 
 /// Extracts image `tag` of `oci_dir` into `dest` (created; must not exist
 /// or be empty).
-pub fn extract(oci_dir: &Path, tag: &str, dest: &Path, progress: &Progress) -> Result<ExtractStats> {
+pub fn extract(
+    oci_dir: &Path,
+    tag: &str,
+    dest: &Path,
+    progress: &Progress,
+) -> Result<ExtractStats> {
     let oci = OciDir::open(oci_dir)?;
     let img = Image::open_tag(&oci, tag)?;
     extract_image(&img, dest, progress)
@@ -98,22 +103,39 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                     .with_context(|| format!("{}", path.display()))?;
             }
             InodeKind::Fifo | InodeKind::Sock => {
-                let t = if kind == InodeKind::Fifo { libc::S_IFIFO } else { libc::S_IFSOCK };
+                let t = if kind == InodeKind::Fifo {
+                    libc::S_IFIFO
+                } else {
+                    libc::S_IFSOCK
+                };
                 sys::mknod(&path, t | 0o600, 0).with_context(|| format!("{}", path.display()))?;
             }
             InodeKind::Chr | InodeKind::Blk => {
                 if !root {
-                    progress.detail(&format!("{}: device node skipped (not root)", path.display()));
+                    progress.detail(&format!(
+                        "{}: device node skipped (not root)",
+                        path.display()
+                    ));
                     stats.skipped += 1;
                     return Ok(());
                 }
-                let r = i.rdev().map_err(ctx)?.unwrap_or(puzzlefs_format::Rdev { major: 0, minor: 0 });
-                let t = if kind == InodeKind::Chr { libc::S_IFCHR } else { libc::S_IFBLK };
+                let r = i
+                    .rdev()
+                    .map_err(ctx)?
+                    .unwrap_or(puzzlefs_format::Rdev { major: 0, minor: 0 });
+                let t = if kind == InodeKind::Chr {
+                    libc::S_IFCHR
+                } else {
+                    libc::S_IFBLK
+                };
                 sys::mknod(&path, t | 0o600, sys::makedev(r.major, r.minor))
                     .with_context(|| format!("{}", path.display()))?;
             }
             InodeKind::Unknown | InodeKind::Wht => {
-                progress.info(&format!("{}: inode {ino} of unknown kind skipped", path.display()));
+                progress.info(&format!(
+                    "{}: inode {ino} of unknown kind skipped",
+                    path.display()
+                ));
                 stats.skipped += 1;
                 return Ok(());
             }
@@ -124,18 +146,26 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
             if let Err(e) = sys::set_xattr(&path, x.key, x.value) {
                 let name = String::from_utf8_lossy(x.key);
                 if x.key.starts_with(b"user.") && kind != InodeKind::Lnk {
-                    return Err(e).with_context(|| format!("{}: setting xattr {name}", path.display()));
+                    return Err(e)
+                        .with_context(|| format!("{}: setting xattr {name}", path.display()));
                 }
-                progress.detail(&format!("{}: xattr {name} not restored: {e}", path.display()));
+                progress.detail(&format!(
+                    "{}: xattr {name} not restored: {e}",
+                    path.display()
+                ));
             }
         }
         if kind != InodeKind::Dir {
             if root {
-                sys::lchown(&path, i.uid(), i.gid()).with_context(|| format!("{}: chown", path.display()))?;
+                sys::lchown(&path, i.uid(), i.gid())
+                    .with_context(|| format!("{}: chown", path.display()))?;
             }
             if kind != InodeKind::Lnk {
-                fs::set_permissions(&path, fs::Permissions::from_mode(u32::from(i.permissions())))
-                    .with_context(|| format!("{}: chmod", path.display()))?;
+                fs::set_permissions(
+                    &path,
+                    fs::Permissions::from_mode(u32::from(i.permissions())),
+                )
+                .with_context(|| format!("{}: chmod", path.display()))?;
             }
             first_path.insert(ino, path);
         }

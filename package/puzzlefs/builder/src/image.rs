@@ -117,7 +117,10 @@ impl BlobCache {
                     .and_then(|d| d.take(MAX_DECOMPRESSED + 1).read_to_end(&mut out))
                     .with_context(|| format!("blob {}: bad zstd data", HexDigest(&blob.digest)))?;
                 if out.len() as u64 > MAX_DECOMPRESSED {
-                    bail!("blob {}: decompresses to more than 64 MiB", HexDigest(&blob.digest));
+                    bail!(
+                        "blob {}: decompresses to more than 64 MiB",
+                        HexDigest(&blob.digest)
+                    );
                 }
                 out
             } else {
@@ -136,7 +139,9 @@ pub fn read_file(
     file: &File<'_>,
     out: &mut dyn std::io::Write,
 ) -> Result<u64> {
-    let size = file.size().map_err(|e| anyhow!("inode {}: {e}", file.ino()))?;
+    let size = file
+        .size()
+        .map_err(|e| anyhow!("inode {}: {e}", file.ino()))?;
     let mut done = 0u64;
     for piece in file
         .map(0, size)
@@ -175,7 +180,10 @@ pub struct Node<'m> {
 /// Walks the tree breadth-first from the root, names in stored order,
 /// skipping whiteouts. Each directory inode is entered once; a directory
 /// met twice (a cycle or a hard-linked directory) is an error.
-pub fn walk<'m>(layers: &[Layer<'m>], mut visit: impl FnMut(&Node<'m>) -> Result<()>) -> Result<()> {
+pub fn walk<'m>(
+    layers: &[Layer<'m>],
+    mut visit: impl FnMut(&Node<'m>) -> Result<()>,
+) -> Result<()> {
     let root = find_inode(layers.iter().copied(), ROOT_INO).map_err(|e| anyhow!("root: {e}"))?;
     if root.kind().map_err(|e| anyhow!("root: {e}"))? != InodeKind::Dir {
         bail!("root inode is not a directory");
@@ -200,7 +208,9 @@ pub fn walk<'m>(layers: &[Layer<'m>], mut visit: impl FnMut(&Node<'m>) -> Result
                 Err(FmtError::Whiteout(_)) => continue,
                 Err(err) => bail!("{}: {err}", display_path(&path)),
             };
-            if inode.kind().map_err(|err| anyhow!("{}: {err}", display_path(&path)))?
+            if inode
+                .kind()
+                .map_err(|err| anyhow!("{}: {err}", display_path(&path)))?
                 == InodeKind::Dir
                 && !seen_dirs.insert(e.ino)
             {

@@ -4,8 +4,8 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
 use anyhow::{anyhow, Result};
-use serde::Serialize;
 use puzzlefs_format::{Digest, HexDigest, InodeKind};
+use serde::Serialize;
 
 use crate::image::{self, Image};
 use crate::oci::OciDir;
@@ -199,15 +199,40 @@ fn image_info(oci: &OciDir, img: &Image<'_>, tag: &str) -> Result<ImageInfo> {
 pub fn render(r: &Report) -> String {
     use std::fmt::Write;
     let mut s = String::new();
-    let _ = writeln!(s, "{}: {} tags, {} blobs, {} bytes", r.oci_dir, r.tags.len(), r.blobs, r.blob_bytes);
+    let _ = writeln!(
+        s,
+        "{}: {} tags, {} blobs, {} bytes",
+        r.oci_dir,
+        r.tags.len(),
+        r.blobs,
+        r.blob_bytes
+    );
     for i in &r.images {
-        let _ = writeln!(s, "tag {}: manifest {} ({} bytes, {} fs-verity entries)", i.tag, i.manifest, i.manifest_size, i.verity_entries);
+        let _ = writeln!(
+            s,
+            "tag {}: manifest {} ({} bytes, {} fs-verity entries)",
+            i.tag, i.manifest, i.manifest_size, i.verity_entries
+        );
         for (n, l) in i.layers.iter().enumerate() {
-            let _ = writeln!(s, "  layer {n}: {} ({} bytes, {} inodes, {} whiteouts)", l.digest, l.size, l.inodes, l.whiteouts);
+            let _ = writeln!(
+                s,
+                "  layer {n}: {} ({} bytes, {} inodes, {} whiteouts)",
+                l.digest, l.size, l.inodes, l.whiteouts
+            );
         }
         let kinds: Vec<String> = i.kinds.iter().map(|(k, v)| format!("{k} {v}")).collect();
-        let _ = writeln!(s, "  inodes: {} ({}), paths: {}", i.inodes, kinds.join(", "), i.paths);
-        let _ = writeln!(s, "  chunks: {} distinct, {} references", i.chunks, i.chunk_refs);
+        let _ = writeln!(
+            s,
+            "  inodes: {} ({}), paths: {}",
+            i.inodes,
+            kinds.join(", "),
+            i.paths
+        );
+        let _ = writeln!(
+            s,
+            "  chunks: {} distinct, {} references",
+            i.chunks, i.chunk_refs
+        );
         let _ = writeln!(
             s,
             "  bytes: logical {}, distinct {}, stored chunks {}, stored total {}",

@@ -10,7 +10,11 @@ use puzzlefs::build::{build, BuildOptions};
 use puzzlefs::progress::{Progress, Verbosity};
 
 #[derive(Parser)]
-#[command(name = "puzzlefs", version, about = "Build, extract, inspect and mount PuzzleFS images")]
+#[command(
+    name = "puzzlefs",
+    version,
+    about = "Build, extract, inspect and mount PuzzleFS images"
+)]
 struct Cli {
     /// Print errors only.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
@@ -92,13 +96,21 @@ fn run(cli: Cli) -> Result<()> {
             let s = &out.stats;
             progress.detail(&format!(
                 "{} inodes ({} in the new layer), {} bytes in {} chunks, {} new chunks ({} bytes)",
-                s.inodes, s.layer_inodes, s.logical_bytes, s.chunks, s.new_chunks, s.new_chunk_bytes
+                s.inodes,
+                s.layer_inodes,
+                s.logical_bytes,
+                s.chunks,
+                s.new_chunks,
+                s.new_chunk_bytes
             ));
             println!("{}", hex::encode(out.digest));
         }
         Cmd::Extract { oci_dir, tag, dir } => {
             let s = puzzlefs::extract::extract(&oci_dir, &tag, &dir, &progress)?;
-            progress.detail(&format!("{} paths, {} bytes, {} skipped", s.paths, s.bytes, s.skipped));
+            progress.detail(&format!(
+                "{} paths, {} bytes, {} skipped",
+                s.paths, s.bytes, s.skipped
+            ));
         }
         Cmd::Inspect { oci_dir, tag, json } => {
             let r = puzzlefs::inspect::inspect(&oci_dir, tag.as_deref())?;
@@ -116,7 +128,13 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             if dry_run {
                 let a = puzzlefs::mount::mount_args(&oci_dir, &tag)?;
-                println!("mount -t {} -o ro,{} {} {}", a.fstype, a.data, a.source, mnt.display());
+                println!(
+                    "mount -t {} -o ro,{} {} {}",
+                    a.fstype,
+                    a.data,
+                    a.source,
+                    mnt.display()
+                );
             } else {
                 puzzlefs::mount::mount(&oci_dir, &tag, &mnt)?;
             }

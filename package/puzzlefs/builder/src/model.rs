@@ -83,14 +83,18 @@ impl InodeRec {
             InodeKind::Sock => Kind::Sock,
             InodeKind::Wht => Kind::Wht,
             InodeKind::Chr => {
-                let r = i.rdev()?.unwrap_or(puzzlefs_format::Rdev { major: 0, minor: 0 });
+                let r = i
+                    .rdev()?
+                    .unwrap_or(puzzlefs_format::Rdev { major: 0, minor: 0 });
                 Kind::Chr {
                     major: r.major,
                     minor: r.minor,
                 }
             }
             InodeKind::Blk => {
-                let r = i.rdev()?.unwrap_or(puzzlefs_format::Rdev { major: 0, minor: 0 });
+                let r = i
+                    .rdev()?
+                    .unwrap_or(puzzlefs_format::Rdev { major: 0, minor: 0 });
                 Kind::Blk {
                     major: r.major,
                     minor: r.minor,
@@ -228,7 +232,9 @@ fn len32(n: usize) -> u32 {
 fn builder_for(words: usize) -> Builder<HeapAllocator> {
     // One segment big enough for the whole message: readers (the kernel's
     // in particular) are fastest on single-segment messages.
-    let words = u32::try_from(words.max(1024)).unwrap_or(1 << 29).min(1 << 29);
+    let words = u32::try_from(words.max(1024))
+        .unwrap_or(1 << 29)
+        .min(1 << 29);
     Builder::new(HeapAllocator::new().first_segment_words(words))
 }
 

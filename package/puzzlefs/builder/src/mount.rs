@@ -56,9 +56,13 @@ pub fn mount(oci_dir: &Path, tag: &str, mnt: &Path) -> Result<()> {
     if rc != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() == Some(libc::ENODEV) {
-            bail!("mount {}: the kernel has no puzzlefs file system ({e})", mnt.display());
+            bail!(
+                "mount {}: the kernel has no puzzlefs file system ({e})",
+                mnt.display()
+            );
         }
-        return Err(e).with_context(|| format!("mount -t puzzlefs -o {} none {}", args.data, mnt.display()));
+        return Err(e)
+            .with_context(|| format!("mount -t puzzlefs -o {} none {}", args.data, mnt.display()));
     }
     Ok(())
 }

@@ -352,13 +352,13 @@ pub fn write_atomic(path: &Path, data: &[u8]) -> Result<()> {
 
 fn write_file_atomic(path: &Path, data: &[u8], durable: bool) -> Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let name = path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy())
+        .unwrap_or_default();
     let tmp = dir.join(format!(".{name}.tmp.{}.{}", std::process::id(), tmp_seq()));
     let res = (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
+        let mut f = OpenOptions::new().write(true).create_new(true).open(&tmp)?;
         f.write_all(data)?;
         if durable {
             f.sync_all()?;

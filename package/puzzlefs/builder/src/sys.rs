@@ -45,9 +45,8 @@ pub fn get_xattr(path: &Path, name: &[u8]) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; 256];
     loop {
         // SAFETY: `c`, `n` are NUL-terminated; `buf` is writable for its length.
-        let r = unsafe {
-            libc::lgetxattr(c.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
-        };
+        let r =
+            unsafe { libc::lgetxattr(c.as_ptr(), n.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
         if r >= 0 {
             buf.truncate(r as usize);
             return Ok(buf);
@@ -67,7 +66,13 @@ pub fn set_xattr(path: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
     let n = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
     // SAFETY: `c`, `n` are NUL-terminated; `value` is readable for its length.
     let r = unsafe {
-        libc::lsetxattr(c.as_ptr(), n.as_ptr(), value.as_ptr().cast(), value.len(), 0)
+        libc::lsetxattr(
+            c.as_ptr(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
     };
     if r == 0 {
         Ok(())

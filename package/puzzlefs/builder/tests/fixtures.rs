@@ -40,16 +40,34 @@ fn fixture_through_the_format_crate() {
     let m = img.manifest();
     assert_eq!(m.version().expect("version"), 1);
     assert_eq!(m.layer_count().expect("layers"), 2);
-    assert!(m.verity_for(&img.layer_refs()[0].digest).expect("verity").is_some());
+    assert!(m
+        .verity_for(&img.layer_refs()[0].digest)
+        .expect("verity")
+        .is_some());
     let blobs = img.blobs();
     let layers = image::views(&blobs).expect("views");
     // file2 (ino 8) and link-rel (ino 11) were deleted: whiteouts on top.
-    assert_eq!(find_inode(layers.iter().copied(), 8).unwrap_err(), Error::Whiteout(8));
-    assert_eq!(find_inode(layers.iter().copied(), 11).unwrap_err(), Error::Whiteout(11));
-    assert_eq!(find_inode(layers.iter().copied(), 13).unwrap_err(), Error::InodeNotFound(13));
+    assert_eq!(
+        find_inode(layers.iter().copied(), 8).unwrap_err(),
+        Error::Whiteout(8)
+    );
+    assert_eq!(
+        find_inode(layers.iter().copied(), 11).unwrap_err(),
+        Error::Whiteout(11)
+    );
+    assert_eq!(
+        find_inode(layers.iter().copied(), 13).unwrap_err(),
+        Error::InodeNotFound(13)
+    );
     // Only the base knows ino 8 as a file.
-    assert_eq!(layers[1].find(8).unwrap().unwrap().kind().unwrap(), InodeKind::File);
-    let root = find_inode(layers.iter().copied(), 1).unwrap().dir().unwrap();
+    assert_eq!(
+        layers[1].find(8).unwrap().unwrap().kind().unwrap(),
+        InodeKind::File
+    );
+    let root = find_inode(layers.iter().copied(), 1)
+        .unwrap()
+        .dir()
+        .unwrap();
     // The other implementation lists whiteouts first (unsorted): lookup
     // must still find every name.
     assert!(!root.is_sorted().unwrap());
@@ -60,20 +78,41 @@ fn fixture_through_the_format_crate() {
     assert_eq!(root.lookup(b"new-file").unwrap().unwrap().ino, 17);
     assert!(root.lookup(b"nope").unwrap().is_none());
     // file1: 300000 bytes over 5 chunks; map a range straddling chunks.
-    let f = find_inode(layers.iter().copied(), 7).unwrap().file().unwrap();
+    let f = find_inode(layers.iter().copied(), 7)
+        .unwrap()
+        .file()
+        .unwrap();
     assert_eq!(f.size().unwrap(), 300_000);
     let pieces: Vec<_> = f.map(65_000, 2_000).unwrap().map(|p| p.unwrap()).collect();
     assert_eq!(pieces.len(), 2);
     assert_eq!(pieces[0].file_offset, 65_000);
     assert_eq!(pieces[0].len + pieces[1].len, 2_000);
     assert_eq!(pieces[1].blob.offset, 0);
-    assert_eq!(f.map(299_990, 100).unwrap().map(|p| p.unwrap().len).sum::<u64>(), 10);
+    assert_eq!(
+        f.map(299_990, 100)
+            .unwrap()
+            .map(|p| p.unwrap().len)
+            .sum::<u64>(),
+        10
+    );
     assert_eq!(f.map(300_000, 100).unwrap().count(), 0);
     // The hard link: dir-1/hardlink-to-file1 is ino 7 too.
-    let dir1 = find_inode(layers.iter().copied(), 3).unwrap().dir().unwrap();
-    assert_eq!(dir1.lookup_sorted(b"hardlink-to-file1").unwrap().unwrap().ino, 7);
+    let dir1 = find_inode(layers.iter().copied(), 3)
+        .unwrap()
+        .dir()
+        .unwrap();
     assert_eq!(
-        find_inode(layers.iter().copied(), 3).unwrap().xattr(b"user.dirattr").unwrap(),
+        dir1.lookup_sorted(b"hardlink-to-file1")
+            .unwrap()
+            .unwrap()
+            .ino,
+        7
+    );
+    assert_eq!(
+        find_inode(layers.iter().copied(), 3)
+            .unwrap()
+            .xattr(b"user.dirattr")
+            .unwrap(),
         Some(&b"\x00\x01binary"[..])
     );
     let lnk = find_inode(layers.iter().copied(), 9).unwrap();
@@ -84,7 +123,10 @@ fn fixture_through_the_format_crate() {
     assert_eq!(sub.mode().unwrap(), 0o104755);
 }
 
-fn manifest_parts(oci: &Path, digest: &str) -> (Vec<[u8; 32]>, Vec<([u8; 32], Vec<u8>)>) {
+/// (layer digests, fs-verity entries) of a manifest.
+type Parts = (Vec<[u8; 32]>, Vec<([u8; 32], Vec<u8>)>);
+
+fn manifest_parts(oci: &Path, digest: &str) -> Parts {
     let d = puzzlefs::oci::parse_digest(digest).unwrap();
     let bytes = OciDir::open(oci).unwrap().read_blob(&d).unwrap();
     let m = Manifest::parse(&bytes).unwrap();
@@ -107,7 +149,12 @@ fn building_the_fixture_sources_matches_the_other_implementation() {
     let fx = fixture().join("oci");
     let plain = build(&src.path().join("src"), oci.path(), "plain", &[]);
     let zstd = build(&src.path().join("src"), oci.path(), "zstd", &["-c"]);
-    build(&src.path().join("src-delta"), oci.path(), "delta", &["-b", "plain"]);
+    build(
+        &src.path().join("src-delta"),
+        oci.path(),
+        "delta",
+        &["-b", "plain"],
+    );
 
     // Layout: oci-layout byte for byte, index.json of the same shape.
     assert_eq!(
@@ -123,14 +170,22 @@ fn building_the_fixture_sources_matches_the_other_implementation() {
         for m in v["manifests"].as_array().unwrap() {
             keys.extend(m.as_object().unwrap().keys().map(|k| format!("m.{k}")));
             keys.push(m["media_type"].as_str().unwrap().to_owned());
-            keys.push(m["annotations"]["org.opencontainers.image.ref.name"].as_str().unwrap().into());
+            keys.push(
+                m["annotations"]["org.opencontainers.image.ref.name"]
+                    .as_str()
+                    .unwrap()
+                    .into(),
+            );
         }
         keys
     };
     assert_eq!(shape(&ours), shape(&theirs));
     assert_eq!(ours["schemaVersion"], -1);
     let raw = fs::read_to_string(oci.path().join("index.json")).unwrap();
-    assert!(!raw.contains(' ') && !raw.contains('\n'), "index.json is compact");
+    assert!(
+        !raw.contains(' ') && !raw.contains('\n'),
+        "index.json is compact"
+    );
 
     // Same chunk and metadata blobs for plain and zstd.
     let theirs_plain = theirs["manifests"][0]["digest"].as_str().unwrap();
@@ -183,6 +238,7 @@ fn metadata_blob_parses_only_when_aligned_or_errors() {
     let start = padded.as_ptr().align_offset(8) + 1;
     padded[start..start + bytes.len()].copy_from_slice(&bytes);
     // Unaligned input: an error, not a panic.
-    let r = MetadataBlob::parse(&padded[start..start + bytes.len()]).and_then(|b| b.layer().map(|l| l.len()));
+    let r = MetadataBlob::parse(&padded[start..start + bytes.len()])
+        .and_then(|b| b.layer().map(|l| l.len()));
     assert!(r.is_err());
 }

@@ -28,16 +28,26 @@ fn mkfifo(p: &Path) {
     puzzlefs::sys::mknod(p, libc::S_IFIFO | 0o644, 0).unwrap();
 }
 
+/// One step of building the corpus.
+type Step = Box<dyn Fn(&Path)>;
+
 /// The corpus of the Tests section. `reverse` creates entries in the
 /// opposite order (different readdir order and inode numbers, same tree).
 fn corpus(root: &Path, reverse: bool) {
     fs::create_dir_all(root).unwrap();
-    let mut steps: Vec<Box<dyn Fn(&Path)>> = Vec::new();
+    let mut steps: Vec<Step> = Vec::new();
     steps.push(Box::new(|r| fs::write(r.join("empty"), b"").unwrap()));
-    for (i, len) in [1usize, 16383, 16384, 16385, 262143, 262145].into_iter().enumerate() {
-        steps.push(Box::new(move |r| write_random(&r.join(format!("size-{len}")), len, i as u64)));
+    for (i, len) in [1usize, 16383, 16384, 16385, 262143, 262145]
+        .into_iter()
+        .enumerate()
+    {
+        steps.push(Box::new(move |r| {
+            write_random(&r.join(format!("size-{len}")), len, i as u64)
+        }));
     }
-    steps.push(Box::new(|r| write_random(&r.join("big-10MiB"), 10 << 20, 99)));
+    steps.push(Box::new(|r| {
+        write_random(&r.join("big-10MiB"), 10 << 20, 99)
+    }));
     steps.push(Box::new(|r| {
         let d = r.join("many");
         fs::create_dir(&d).unwrap();
@@ -78,18 +88,35 @@ fn corpus(root: &Path, reverse: bool) {
         mkfifo(&d.join("fifo"));
         drop(std::os::unix::net::UnixListener::bind(d.join("sock")).unwrap());
         if is_root() {
-            puzzlefs::sys::mknod(&d.join("null"), libc::S_IFCHR | 0o666, puzzlefs::sys::makedev(1, 3))
-                .unwrap();
-            puzzlefs::sys::mknod(&d.join("blk"), libc::S_IFBLK | 0o600, puzzlefs::sys::makedev(7, 200))
-                .unwrap();
-            puzzlefs::sys::mknod(&d.join("bigdev"), libc::S_IFCHR | 0o600, puzzlefs::sys::makedev(4095, 1 << 19))
-                .unwrap();
+            puzzlefs::sys::mknod(
+                &d.join("null"),
+                libc::S_IFCHR | 0o666,
+                puzzlefs::sys::makedev(1, 3),
+            )
+            .unwrap();
+            puzzlefs::sys::mknod(
+                &d.join("blk"),
+                libc::S_IFBLK | 0o600,
+                puzzlefs::sys::makedev(7, 200),
+            )
+            .unwrap();
+            puzzlefs::sys::mknod(
+                &d.join("bigdev"),
+                libc::S_IFCHR | 0o600,
+                puzzlefs::sys::makedev(4095, 1 << 19),
+            )
+            .unwrap();
         }
     }));
     steps.push(Box::new(|r| {
         let d = r.join("modes");
         fs::create_dir(&d).unwrap();
-        for (name, mode) in [("suid", 0o4755), ("sgid", 0o2711), ("ro", 0o400), ("none", 0o000)] {
+        for (name, mode) in [
+            ("suid", 0o4755),
+            ("sgid", 0o2711),
+            ("ro", 0o400),
+            ("none", 0o000),
+        ] {
             fs::write(d.join(name), name).unwrap();
             chmod(&d.join(name), mode);
         }
@@ -136,7 +163,10 @@ fn xattrs_supported(dir: &Path) -> bool {
 fn corpus_round_trips_with_and_without_compression() {
     let t = tempfile::tempdir().unwrap();
     if !xattrs_supported(t.path()) {
-        eprintln!("user xattrs not supported on {}: skipping", t.path().display());
+        eprintln!(
+            "user xattrs not supported on {}: skipping",
+            t.path().display()
+        );
         return;
     }
     let src = t.path().join("src");
@@ -157,7 +187,10 @@ fn corpus_round_trips_with_and_without_compression() {
     assert_eq!(imgs.len(), 2);
     let logical = imgs[0]["logical_bytes"].as_u64().unwrap();
     assert_eq!(logical, imgs[1]["logical_bytes"].as_u64().unwrap());
-    assert!(imgs[1]["stored_chunk_bytes"].as_u64().unwrap() < imgs[0]["stored_chunk_bytes"].as_u64().unwrap());
+    assert!(
+        imgs[1]["stored_chunk_bytes"].as_u64().unwrap()
+            < imgs[0]["stored_chunk_bytes"].as_u64().unwrap()
+    );
     assert!(imgs[0]["inodes"].as_u64().unwrap() > 10_000);
     // Human-readable inspect works too.
     let text = ok(&[&"inspect", &oci, &"zstd"]);
@@ -184,7 +217,10 @@ fn builds_are_reproducible() {
     let d1 = build(&a, &t.path().join("oci1"), "t", &[]);
     let d2 = build(&b, &t.path().join("oci2"), "t", &["-j", "1"]);
     let d3 = build(&a, &t.path().join("oci3"), "t", &["-j", "4"]);
-    assert_eq!(d1, d2, "creation order, inode numbers, timestamps and threads do not matter");
+    assert_eq!(
+        d1, d2,
+        "creation order, inode numbers, timestamps and threads do not matter"
+    );
     assert_eq!(d1, d3);
     assert_eq!(blobs(&t.path().join("oci1")), blobs(&t.path().join("oci2")));
     // Rebuilding into the same directory changes nothing.
@@ -215,7 +251,10 @@ fn identical_data_is_stored_once() {
     build(&src, &oci, "t", &[]);
     let stored = dir_bytes(&oci);
     // Two copies of 4 MiB; a chunk or two around the seam are not shared.
-    assert!(stored < (4 << 20) + (600 << 10), "stored {stored} bytes for 2 x 4 MiB");
+    assert!(
+        stored < (4 << 20) + (600 << 10),
+        "stored {stored} bytes for 2 x 4 MiB"
+    );
     let dest = t.path().join("out");
     ok(&[&"-q", &"extract", &oci, &"t", &dest]);
     assert_same_tree(&src, &dest);
@@ -225,7 +264,11 @@ fn identical_data_is_stored_once() {
     fs::copy(src.join("x/data"), src2.join("again")).unwrap();
     let n = blobs(&oci).len();
     build(&src2, &oci, "t2", &[]);
-    assert_eq!(blobs(&oci).len(), n + 2, "only a metadata blob and a manifest are new");
+    assert_eq!(
+        blobs(&oci).len(),
+        n + 2,
+        "only a metadata blob and a manifest are new"
+    );
 }
 
 fn ino_of(oci: &Path, tag: &str, path: &[&str]) -> Option<u64> {
@@ -235,7 +278,10 @@ fn ino_of(oci: &Path, tag: &str, path: &[&str]) -> Option<u64> {
     let layers = puzzlefs::image::views(&blobs).unwrap();
     let mut ino = 1;
     for c in path {
-        let dir = puzzlefs::format::find_inode(layers.iter().copied(), ino).ok()?.dir().ok()?;
+        let dir = puzzlefs::format::find_inode(layers.iter().copied(), ino)
+            .ok()?
+            .dir()
+            .ok()?;
         ino = dir.lookup(c.as_bytes()).unwrap()?.ino;
         puzzlefs::format::find_inode(layers.iter().copied(), ino).ok()?;
     }
@@ -281,7 +327,13 @@ fn delta_layers() {
     assert_same_tree(&v1, &dest1);
 
     // Paths that existed keep their inode numbers; new ones go above.
-    for p in [&["keep"][..], &["replace"], &["becomes-dir"], &["dir", "sub"], &["link"]] {
+    for p in [
+        &["keep"][..],
+        &["replace"],
+        &["becomes-dir"],
+        &["dir", "sub"],
+        &["link"],
+    ] {
         assert_eq!(ino_of(&oci, "v1", p), ino_of(&oci, "v2", p), "{p:?}");
     }
     let max_v1 = 11;
@@ -295,7 +347,11 @@ fn delta_layers() {
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     let layers = v["images"][0]["layers"].as_array().unwrap();
     assert_eq!(layers.len(), 2);
-    assert_eq!(layers[0]["whiteouts"].as_u64(), Some(2), "delete-me and gone-dir");
+    assert_eq!(
+        layers[0]["whiteouts"].as_u64(),
+        Some(2),
+        "delete-me and gone-dir"
+    );
     assert!(layers[0]["inodes"].as_u64().unwrap() < layers[1]["inodes"].as_u64().unwrap() + 2);
 
     // A third layer on top of the delta, turning a directory into a file.
@@ -351,14 +407,18 @@ fn errors_name_the_path_and_leave_the_index_alone() {
     // mount: the arguments the kernel driver gets.
     let out = ok(&[&"mount", &"--dry-run", &oci, &"good", &"/mnt"]);
     let abs = fs::canonicalize(&oci).unwrap();
-    let digest = serde_json::from_slice::<serde_json::Value>(&index).unwrap()["manifests"][0]["digest"]
+    let digest = serde_json::from_slice::<serde_json::Value>(&index).unwrap()["manifests"][0]
+        ["digest"]
         .as_str()
         .unwrap()
         .trim_start_matches("sha256:")
         .to_owned();
     assert_eq!(
         out.trim(),
-        format!("mount -t puzzlefs -o ro,oci_root_dir={},image_manifest={digest} none /mnt", abs.display())
+        format!(
+            "mount -t puzzlefs -o ro,oci_root_dir={},image_manifest={digest} none /mnt",
+            abs.display()
+        )
     );
 }
 
@@ -372,15 +432,22 @@ fn concurrent_builds_into_one_directory() {
         fs::create_dir_all(&src).unwrap();
         write_random(&src.join("data"), 300_000 + i * 1000, i as u64);
         let oci = oci.clone();
-        handles.push(std::thread::spawn(move || build(&src, &oci, &format!("t{i}"), &[])));
+        handles.push(std::thread::spawn(move || {
+            build(&src, &oci, &format!("t{i}"), &[])
+        }));
     }
     let digests: Vec<String> = handles.into_iter().map(|h| h.join().unwrap()).collect();
-    let index: serde_json::Value = serde_json::from_slice(&fs::read(oci.join("index.json")).unwrap()).unwrap();
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(oci.join("index.json")).unwrap()).unwrap();
     let tags: Vec<&str> = index["manifests"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|m| m["annotations"]["org.opencontainers.image.ref.name"].as_str().unwrap())
+        .map(|m| {
+            m["annotations"]["org.opencontainers.image.ref.name"]
+                .as_str()
+                .unwrap()
+        })
         .collect();
     assert_eq!(tags.len(), 4, "{tags:?}");
     for (i, d) in digests.iter().enumerate() {

@@ -44,7 +44,10 @@ pub struct Piece {
 impl Piece {
     /// End of the piece inside the decompressed blob.
     pub fn blob_end(&self) -> Result<u64> {
-        self.blob.offset.checked_add(self.len).ok_or(Error::Overflow)
+        self.blob
+            .offset
+            .checked_add(self.len)
+            .ok_or(Error::Overflow)
     }
 
     /// Checks that the piece lies inside a decompressed blob of `blob_len`
@@ -180,7 +183,11 @@ impl Pieces<'_> {
             let piece_len = piece_end.checked_sub(self.pos).ok_or(Error::Bounds)?;
             let piece = Piece {
                 blob: BlobRef {
-                    offset: chunk.blob.offset.checked_add(within).ok_or(Error::Overflow)?,
+                    offset: chunk
+                        .blob
+                        .offset
+                        .checked_add(within)
+                        .ok_or(Error::Overflow)?,
                     ..chunk.blob
                 },
                 len: piece_len,

@@ -83,8 +83,8 @@ pub mod metadata_capnp {
 }
 
 mod check;
-mod dir;
 mod digest;
+mod dir;
 mod error;
 mod file;
 mod inode;
@@ -92,8 +92,8 @@ mod layer;
 mod manifest;
 
 pub use check::{check_layers, CheckStats};
-pub use dir::{Dir, DirEntries, DirEntry, NAME_MAX};
 pub use digest::{parse_hex_digest, Digest, HexDigest, DIGEST_LEN};
+pub use dir::{Dir, DirEntries, DirEntry, NAME_MAX};
 pub use error::{Error, Result};
 pub use file::{Chunk, File, Piece, Pieces, MAX_FILE_SIZE};
 pub use inode::{Inode, InodeKind, Rdev, Xattr, Xattrs};

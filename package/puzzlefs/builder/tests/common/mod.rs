@@ -79,7 +79,12 @@ pub fn snapshot(root: &Path, owners: bool) -> BTreeMap<Vec<u8>, Entry> {
         .collect();
     paths.sort();
     for p in paths {
-        let rel = p.strip_prefix(root).expect("prefix").as_os_str().as_bytes().to_vec();
+        let rel = p
+            .strip_prefix(root)
+            .expect("prefix")
+            .as_os_str()
+            .as_bytes()
+            .to_vec();
         let m = fs::symlink_metadata(&p).expect("lstat");
         let ft = m.file_type();
         let kind = if ft.is_dir() {
@@ -117,12 +122,20 @@ pub fn snapshot(root: &Path, owners: bool) -> BTreeMap<Vec<u8>, Entry> {
             rel,
             Entry {
                 kind: kind.into(),
-                perm: if ft.is_symlink() { 0 } else { m.mode() & 0o7777 },
+                perm: if ft.is_symlink() {
+                    0
+                } else {
+                    m.mode() & 0o7777
+                },
                 owner: owners.then(|| (m.uid(), m.gid())),
                 data: ft.is_file().then(|| fs::read(&p).expect("read")),
-                target: ft
-                    .is_symlink()
-                    .then(|| fs::read_link(&p).expect("readlink").as_os_str().as_bytes().to_vec()),
+                target: ft.is_symlink().then(|| {
+                    fs::read_link(&p)
+                        .expect("readlink")
+                        .as_os_str()
+                        .as_bytes()
+                        .to_vec()
+                }),
                 rdev: (ft.is_char_device() || ft.is_block_device()).then(|| m.rdev()),
                 xattrs,
                 link_group,
@@ -137,9 +150,21 @@ pub fn assert_same_tree(a: &Path, b: &Path) {
     let owners = is_root();
     let sa = snapshot(a, owners);
     let sb = snapshot(b, owners);
-    let ka: Vec<_> = sa.keys().map(|k| String::from_utf8_lossy(k).into_owned()).collect();
-    let kb: Vec<_> = sb.keys().map(|k| String::from_utf8_lossy(k).into_owned()).collect();
-    assert_eq!(ka, kb, "paths differ between {} and {}", a.display(), b.display());
+    let ka: Vec<_> = sa
+        .keys()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    let kb: Vec<_> = sb
+        .keys()
+        .map(|k| String::from_utf8_lossy(k).into_owned())
+        .collect();
+    assert_eq!(
+        ka,
+        kb,
+        "paths differ between {} and {}",
+        a.display(),
+        b.display()
+    );
     for (k, ea) in &sa {
         let eb = &sb[k];
         let name = String::from_utf8_lossy(k);
@@ -183,7 +208,12 @@ pub fn untar_fixture(dir: &Path) {
 
 /// Copies a directory tree (`cp -a`).
 pub fn copy_tree(from: &Path, to: &Path) {
-    let st = Command::new("cp").arg("-a").arg(from).arg(to).status().expect("cp");
+    let st = Command::new("cp")
+        .arg("-a")
+        .arg(from)
+        .arg(to)
+        .status()
+        .expect("cp");
     assert!(st.success());
 }
 
