@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! zstd-compressed chunks: decompressed whole, kept in a bounded per-mount cache.
+//!
+//! A compressed chunk cannot be read at an offset, so the first read of a page of it
+//! decompresses all of it (a chunk is at most a few hundred KiB); the result is cached so that
+//! reading the file sequentially decompresses each chunk once, not once per page. The cache
+//! holds at most [`SLOTS`] chunks and [`MAX_CACHE_BYTES`] bytes, least recently used out first.
+
+#![forbid(unsafe_code)]
+
+use crate::mount::Info;
+use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::zstd::Decompressor;
+use puzzlefs_format::{Digest, HexDigest};
+
+/// Largest compressed chunk blob accepted.
+const MAX_COMPRESSED: usize = 16 << 20;
+/// Largest decompressed chunk accepted.
+const MAX_CHUNK: usize = 16 << 20;
+/// Number of cached chunks.
+const SLOTS: usize = 32;
+/// Bytes of decompressed chunks kept per mount.
+const MAX_CACHE_BYTES: usize = 8 << 20;
+
+struct Slot {
+    digest: Digest,
+    data: Arc<KVVec<u8>>,
+    used: u64,
+}
+
+/// The decompressed-chunk cache of a mount.
+pub(crate) struct ChunkCache {
+    slots: [Option<Slot>; SLOTS],
+    bytes: usize,
+    clock: u64,
+}
+
+impl ChunkCache {
+    /// An empty cache, behind a mutex.
+    pub(crate) fn new() -> impl PinInit<Mutex<ChunkCache>> {
+        new_mutex!(ChunkCache {
+            slots: [const { None }; SLOTS],
+            bytes: 0,
+            clock: 0,
+        })
+    }
+
+    fn get(&mut self, digest: &Digest) -> Option<Arc<KVVec<u8>>> {
+        self.clock = self.clock.wrapping_add(1);
+        let clock = self.clock;
+        let slot = self.slots.iter_mut().flatten().find(|s| s.digest == *digest)?;
+        slot.used = clock;
+        Some(slot.data.clone())
+    }
+
+    fn insert(&mut self, digest: &Digest, data: &Arc<KVVec<u8>>) {
+        let len = data.len();
+        if len > MAX_CACHE_BYTES || self.get(digest).is_some() {
+            return;
+        }
+        loop {
+            let free = self.slots.iter().position(|s| s.is_none());
+            if let (Some(i), true) = (free, self.bytes + len <= MAX_CACHE_BYTES) {
+                self.slots[i] = Some(Slot {
+                    digest: *digest,
+                    data: data.clone(),
+                    used: self.clock,
+                });
+                self.bytes += len;
+                return;
+            }
+            // Evict the least recently used chunk.
+            let Some(victim) = self
+                .slots
+                .iter_mut()
+                .filter(|s| s.is_some())
+                .min_by_key(|s| s.as_ref().map_or(0, |s| s.used))
+            else {
+                return;
+            };
+            if let Some(old) = victim.take() {
+                self.bytes -= old.data.len();
+            }
+        }
+    }
+}
+
+/// Returns the decompressed contents of compressed chunk blob `digest`.
+pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<u8>>> {
+    if let Some(data) = info.chunks.lock().get(digest) {
+        return Ok(data);
+    }
+    let hex = HexDigest(digest);
+    let file = info.open_blob(digest).map_err(|e| {
+        pr_err!("inode {}: cannot open chunk blob {}: {:?}\n", ino, hex, e);
+        EIO
+    })?;
+    let src = file.read_to_vec(MAX_COMPRESSED).map_err(|e| {
+        pr_err!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
+        EIO
+    })?;
+    let data = Decompressor::new()?
+        .decompress(&src, MAX_CHUNK)
+        .map_err(|_| {
+            pr_err!("inode {}: chunk blob {} is not a valid zstd frame\n", ino, hex);
+            EIO
+        })?;
+    let data = Arc::new(data, GFP_KERNEL)?;
+    info.chunks.lock().insert(digest, &data);
+    Ok(data)
+}

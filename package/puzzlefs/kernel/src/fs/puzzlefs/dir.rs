@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Directories: lookup and readdir, through the layers.
+//!
+//! A directory's listing comes from the top-most layer that holds the directory (builders
+//! write the complete listing of a changed directory into the new layer); entries whose inode
+//! is a whiteout there are hidden.
+
+#![forbid(unsafe_code)]
+
+use crate::error::{inode_error, ResultExt};
+use crate::inode::iget;
+use crate::PuzzleFs;
+use kernel::fs::{
+    dir::{DirEmitter, DirEntryType},
+    inode::INode,
+};
+use kernel::prelude::*;
+use kernel::types::ARef;
+use puzzlefs_format::{find_inode_in, Error as FormatError, InodeKind};
+
+fn entry_type(kind: InodeKind) -> DirEntryType {
+    match kind {
+        InodeKind::Dir => DirEntryType::Dir,
+        InodeKind::File => DirEntryType::Reg,
+        InodeKind::Lnk => DirEntryType::Lnk,
+        InodeKind::Fifo => DirEntryType::Fifo,
+        InodeKind::Sock => DirEntryType::Sock,
+        InodeKind::Chr => DirEntryType::Chr,
+        InodeKind::Blk => DirEntryType::Blk,
+        InodeKind::Unknown | InodeKind::Wht => DirEntryType::Unknown,
+    }
+}
+
+/// Looks `name` up in `parent`.
+pub(crate) fn lookup(
+    parent: &INode<PuzzleFs>,
+    name: &[u8],
+) -> Result<Option<ARef<INode<PuzzleFs>>>> {
+    let sb = parent.super_block();
+    let dir_ino = parent.ino();
+    let ino = sb.data().with_layers(|blobs| {
+        let dir = find_inode_in(blobs, dir_ino)
+            .and_then(|i| i.dir())
+            .inode(dir_ino)?;
+        Ok(dir.lookup(name).inode(dir_ino)?.map(|e| e.ino))
+    })?;
+    let Some(ino) = ino else {
+        return Ok(None);
+    };
+    match iget(sb, ino) {
+        Ok(inode) => Ok(Some(inode)),
+        // A whiteout hides the name.
+        Err(e) if e == ENOENT => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// Emits the entries of `dir` from the emitter's position on; position `2 + i` is entry `i`.
+pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> Result {
+    let dir_ino = dir.ino();
+    let Some(start) = emitter
+        .pos()
+        .checked_sub(2)
+        .and_then(|i| u32::try_from(i).ok())
+    else {
+        return Ok(());
+    };
+    dir.super_block().data().with_layers(|blobs| {
+        let d = find_inode_in(blobs, dir_ino)
+            .and_then(|i| i.dir())
+            .inode(dir_ino)?;
+        for entry in d.entries_from(start) {
+            let entry = entry.inode(dir_ino)?;
+            let kind = match find_inode_in(blobs, entry.ino).and_then(|i| i.kind()) {
+                Ok(kind) => kind,
+                Err(FormatError::Whiteout(_)) => {
+                    emitter.skip();
+                    continue;
+                }
+                Err(e) => return Err(inode_error(entry.ino, e)),
+            };
+            if !emitter.emit(entry.name, entry.ino, entry_type(kind)) {
+                break;
+            }
+        }
+        Ok(())
+    })
+}

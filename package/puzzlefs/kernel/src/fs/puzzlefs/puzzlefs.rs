@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! PuzzleFS: a read-only file system for container images in an OCI image directory.
+//!
+//! ```text
+//! mount -t puzzlefs -o oci_root_dir=<dir>,image_manifest=<sha256 hex> none <mnt>
+//! ```
+//!
+//! The image manifest blob `<dir>/blobs/sha256/<hex>` must hash to `image_manifest`; it lists
+//! the metadata layers (Cap'n Proto inode vectors), which are read into memory and verified
+//! at mount. Nothing else is: inodes and directory entries are looked up in the layers on
+//! demand, and file data is read through the page cache, one folio at a time, from the byte
+//! ranges of the chunk blobs that hold it (zstd-compressed chunks are decompressed whole and
+//! kept in a small per-mount cache).
+//!
+//! The on-disk format is parsed by the `puzzlefs_format` crate only; this driver maps it to
+//! the VFS: `mount.rs` (options, super block), `inode.rs`, `dir.rs` (lookup, readdir),
+//! `data.rs` (file contents and symlink targets), `xattr.rs`, `decompress.rs` (zstd chunks).
+
+#![forbid(unsafe_code)]
+
+use kernel::fs::{
+    context::{FsContext, Param},
+    dir::DirEmitter,
+    folio::LockedFolio,
+    inode::INode,
+    sb::{New, Stat, SuperBlock},
+    seq::SeqFile,
+    xattr::XattrList,
+    FileSystem,
+};
+use kernel::prelude::*;
+use kernel::types::ARef;
+use kernel::c_str;
+
+mod data;
+mod decompress;
+mod dir;
+mod error;
+mod inode;
+mod mount;
+mod xattr;
+
+module! {
+    type: PuzzleFsModule,
+    name: "puzzlefs",
+    author: "PuzzleFS developers",
+    description: "PuzzleFS container image file system",
+    license: "GPL",
+}
+
+struct PuzzleFsModule {
+    _fs: kernel::fs::Registration,
+}
+
+impl kernel::Module for PuzzleFsModule {
+    fn init(module: &'static ThisModule) -> Result<Self> {
+        Ok(Self {
+            _fs: kernel::fs::Registration::new::<PuzzleFs>(module)?,
+        })
+    }
+}
+
+/// The PuzzleFS file system type.
+pub(crate) struct PuzzleFs;
+
+#[vtable]
+impl FileSystem for PuzzleFs {
+    const NAME: &'static CStr = c_str!("puzzlefs");
+    type Options = mount::Options;
+    type Data = mount::Info;
+
+    fn parse_param(
+        fc: &FsContext,
+        opts: &mut mount::Options,
+        key: &CStr,
+        value: Param<'_>,
+    ) -> Result {
+        mount::parse_param(fc, opts, key, value)
+    }
+
+    fn fill_super(
+        fc: &FsContext,
+        opts: &mut mount::Options,
+        sb: &mut SuperBlock<Self, New>,
+    ) -> Result<mount::Info> {
+        mount::fill_super(fc, opts, sb)
+    }
+
+    fn init_root(sb: &SuperBlock<Self>) -> Result<ARef<INode<Self>>> {
+        inode::iget(sb, puzzlefs_format::ROOT_INO)
+    }
+
+    fn lookup(parent: &INode<Self>, name: &[u8]) -> Result<Option<ARef<INode<Self>>>> {
+        dir::lookup(parent, name)
+    }
+
+    fn read_dir(inode: &INode<Self>, emitter: &mut DirEmitter<'_>) -> Result {
+        dir::read_dir(inode, emitter)
+    }
+
+    fn read_folio(inode: &INode<Self>, folio: &mut LockedFolio<'_>) -> Result {
+        data::read_folio(inode, folio)
+    }
+
+    fn statfs(sb: &SuperBlock<Self>) -> Result<Stat> {
+        Ok(mount::statfs(sb.data()))
+    }
+
+    fn show_options(sb: &SuperBlock<Self>, seq: &mut SeqFile) -> Result {
+        mount::show_options(sb.data(), seq);
+        Ok(())
+    }
+
+    fn list_xattrs(inode: &INode<Self>, list: &mut XattrList<'_>) -> Result {
+        xattr::list(inode, list)
+    }
+
+    fn get_xattr(inode: &INode<Self>, name: &[u8], buf: &mut [u8]) -> Result<usize> {
+        xattr::get(inode, name, buf)
+    }
+}

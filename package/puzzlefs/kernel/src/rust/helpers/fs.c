@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/highmem.h>
+#include <linux/pagemap.h>
+
+bool rust_helper_dir_emit(struct dir_context *ctx, const char *name, int namelen,
+			  u64 ino, unsigned int type)
+{
+	return dir_emit(ctx, name, namelen, ino, type);
+}
+
+bool rust_helper_dir_emit_dots(struct file *file, struct dir_context *ctx)
+{
+	return dir_emit_dots(file, ctx);
+}
+
+loff_t rust_helper_i_size_read(const struct inode *inode)
+{
+	return i_size_read(inode);
+}
+
+void rust_helper_i_uid_write(struct inode *inode, uid_t uid)
+{
+	i_uid_write(inode, uid);
+}
+
+void rust_helper_i_gid_write(struct inode *inode, gid_t gid)
+{
+	i_gid_write(inode, gid);
+}
+
+struct inode *rust_helper_folio_inode(struct folio *folio)
+{
+	return folio_inode(folio);
+}
+
+loff_t rust_helper_folio_pos(struct folio *folio)
+{
+	return folio_pos(folio);
+}
+
+size_t rust_helper_folio_size(struct folio *folio)
+{
+	return folio_size(folio);
+}
+
+void rust_helper_folio_mark_uptodate(struct folio *folio)
+{
+	folio_mark_uptodate(folio);
+}
+
+void *rust_helper_kmap_local_folio(struct folio *folio, size_t offset)
+{
+	return kmap_local_folio(folio, offset);
+}
+
+void rust_helper_memcpy_to_folio(struct folio *folio, size_t offset,
+				 const char *from, size_t len)
+{
+	memcpy_to_folio(folio, offset, from, len);
+}
+
+void rust_helper_folio_zero_segment(struct folio *folio, size_t start, size_t xend)
+{
+	folio_zero_segment(folio, start, xend);
+}
+
+const struct cred *rust_helper_get_current_cred(void)
+{
+	return get_current_cred();
+}
+
+void rust_helper_put_cred(const struct cred *cred)
+{
+	put_cred(cred);
+}

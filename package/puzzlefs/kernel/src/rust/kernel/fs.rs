@@ -1,0 +1,357 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Read-only file systems.
+//!
+//! A file system implements [`FileSystem`] and registers it with a [`Registration`] kept in its
+//! module. The abstraction covers what a read-only file system backed by metadata it can look
+//! up on demand needs: mounting through the new mount API ([`context`]), a super block that is
+//! set up before it goes live ([`sb`]), an inode cache keyed by inode number ([`inode`]),
+//! `lookup`, `iterate_shared` readdir with stable positions ([`dir`]), regular files and symlinks
+//! served from the page cache through `read_folio` ([`folio`]), special inodes, extended
+//! attributes ([`xattr`]), `statfs` and `show_options` ([`seq`]), and kernel-internal reads of
+//! files below a private mount ([`file`]).
+//!
+//! C headers: [`include/linux/fs.h`](srctree/include/linux/fs.h),
+//! [`include/linux/fs_context.h`](srctree/include/linux/fs_context.h)
+
+use crate::error::{from_result, to_result};
+use crate::prelude::*;
+use crate::types::{ARef, ForeignOwnable, Opaque};
+use crate::{bindings, ThisModule};
+use crate::ffi;
+use core::{marker::PhantomData, ptr};
+use macros::vtable;
+
+pub mod context;
+pub mod dir;
+pub mod file;
+pub mod folio;
+pub mod inode;
+pub mod sb;
+pub mod seq;
+pub mod xattr;
+
+use context::{FsContext, Param};
+use dir::DirEmitter;
+use folio::LockedFolio;
+use inode::INode;
+use sb::{New, Ready, Stat, SuperBlock};
+use seq::SeqFile;
+use xattr::XattrList;
+
+/// Largest file size the page cache can address (`MAX_LFS_FILESIZE`).
+pub const MAX_LFS_FILESIZE: i64 = i64::MAX;
+
+/// A read-only file system type.
+///
+/// All methods that take an inode or a super block are called on live objects only: the
+/// abstraction guarantees that [`FileSystem::fill_super`] has returned the per-mount data
+/// before any inode of the super block can be reached.
+#[vtable]
+pub trait FileSystem: Sized + Send + Sync + 'static {
+    /// Name of the file system type (as in `mount -t <name>` and `/proc/filesystems`).
+    const NAME: &'static CStr;
+
+    /// Mount options gathered while the mount is configured (`fs_context` private data).
+    type Options: Default + Send + 'static;
+
+    /// Per-mount data, available through [`SuperBlock::data`] once the super block is live.
+    type Data: Send + Sync + 'static;
+
+    /// Parses one mount parameter. `key` is the parameter name, `value` its value.
+    ///
+    /// Return [`ENOPARAM`] for parameters the file system does not know: the VFS then handles
+    /// the generic ones (`source`, `ro`, ...) and reports the rest as unknown.
+    fn parse_param(
+        fc: &FsContext,
+        opts: &mut Self::Options,
+        key: &CStr,
+        value: Param<'_>,
+    ) -> Result;
+
+    /// Sets up a new super block from the options and returns the per-mount data.
+    ///
+    /// Errors should be reported with [`FsContext::error`] so that `mount` can print them.
+    fn fill_super(
+        fc: &FsContext,
+        opts: &mut Self::Options,
+        sb: &mut SuperBlock<Self, New>,
+    ) -> Result<Self::Data>;
+
+    /// Returns the root inode of a super block that has just gone live.
+    fn init_root(sb: &SuperBlock<Self>) -> Result<ARef<INode<Self>>>;
+
+    /// Looks `name` up in directory `dir`: `Ok(None)` means it does not exist.
+    fn lookup(dir: &INode<Self>, name: &[u8]) -> Result<Option<ARef<INode<Self>>>>;
+
+    /// Emits the entries of directory `dir` starting at [`DirEmitter::pos`] (2 or more: the
+    /// abstraction emits `.` and `..` at positions 0 and 1).
+    fn read_dir(dir: &INode<Self>, emitter: &mut DirEmitter<'_>) -> Result;
+
+    /// Fills a locked folio of a regular file or a symlink (whose contents is its target).
+    ///
+    /// On success the whole folio must have been written (zeroes past the end of file); the
+    /// abstraction then marks it up to date. In all cases it unlocks it.
+    fn read_folio(inode: &INode<Self>, folio: &mut LockedFolio<'_>) -> Result;
+
+    /// Answers `statfs`.
+    fn statfs(_sb: &SuperBlock<Self>) -> Result<Stat> {
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Writes the mount options, each as `,key=value`, for `/proc/mounts`.
+    fn show_options(_sb: &SuperBlock<Self>, _seq: &mut SeqFile) -> Result {
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Lists the names of the extended attributes of `inode`.
+    fn list_xattrs(_inode: &INode<Self>, _list: &mut XattrList<'_>) -> Result {
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+
+    /// Copies the value of extended attribute `name` (full name, with its namespace prefix)
+    /// into `buf` and returns its length; an empty `buf` asks for the length only. Returns
+    /// [`ENODATA`] when there is no such attribute and [`ERANGE`] when `buf` is too small.
+    fn get_xattr(_inode: &INode<Self>, _name: &[u8], _buf: &mut [u8]) -> Result<usize> {
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
+}
+
+/// A registered file system type; unregistered when dropped.
+///
+/// # Invariants
+///
+/// `fs` is registered with the VFS for the lifetime of the value, and is heap-allocated so that
+/// it does not move while registered.
+pub struct Registration {
+    fs: KBox<Opaque<bindings::file_system_type>>,
+}
+
+// SAFETY: The VFS may use the registered type from any thread; `Registration` only unregisters
+// it, which may also happen from any thread.
+unsafe impl Send for Registration {}
+
+// SAFETY: `Registration` has no methods that take `&self`.
+unsafe impl Sync for Registration {}
+
+impl Registration {
+    /// Registers file system type `T` for `module`.
+    pub fn new<T: FileSystem>(module: &'static ThisModule) -> Result<Self> {
+        let fs = KBox::new(
+            Opaque::new(bindings::file_system_type {
+                name: T::NAME.as_char_ptr(),
+                init_fs_context: Some(Tables::<T>::init_fs_context),
+                kill_sb: Some(Tables::<T>::kill_sb),
+                owner: module.as_ptr(),
+                // SAFETY: All-zero is a valid value for the remaining fields (null pointers,
+                // absent callbacks, no flags, empty lock keys and lists).
+                ..unsafe { core::mem::zeroed() }
+            }),
+            GFP_KERNEL,
+        )?;
+        // SAFETY: `fs` points to a valid, fully initialised `file_system_type` that lives at a
+        // stable address until `drop` unregisters it.
+        to_result(unsafe { bindings::register_filesystem(fs.get()) })?;
+        // INVARIANT: `fs` was registered just above.
+        Ok(Self { fs })
+    }
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant, `self.fs` is registered.
+        unsafe { bindings::unregister_filesystem(self.fs.get()) };
+    }
+}
+
+/// The C callback tables of a file system type and their trampolines.
+pub(crate) struct Tables<T: FileSystem>(PhantomData<T>);
+
+impl<T: FileSystem> Tables<T> {
+    const CONTEXT: bindings::fs_context_operations = bindings::fs_context_operations {
+        free: Some(Self::free_fs_context),
+        dup: None,
+        parse_param: Some(Self::parse_param),
+        parse_monolithic: None,
+        get_tree: Some(Self::get_tree),
+        reconfigure: Some(Self::reconfigure),
+    };
+
+    const SUPER: bindings::super_operations = bindings::super_operations {
+        statfs: if T::HAS_STATFS {
+            Some(Self::statfs)
+        } else {
+            None
+        },
+        show_options: if T::HAS_SHOW_OPTIONS {
+            Some(Self::show_options)
+        } else {
+            None
+        },
+        // SAFETY: All-zero is a valid value for the remaining fields (absent callbacks).
+        ..unsafe { core::mem::zeroed() }
+    };
+
+    unsafe extern "C" fn init_fs_context(fc: *mut bindings::fs_context) -> ffi::c_int {
+        from_result(|| {
+            let opts = KBox::new(T::Options::default(), GFP_KERNEL)?;
+            // SAFETY: The VFS passes a valid context that it does not use concurrently while
+            // it is being initialised.
+            unsafe {
+                (*fc).ops = &Self::CONTEXT;
+                (*fc).fs_private = opts.into_foreign().cast_mut();
+                (*fc).sb_flags |= bindings::SB_RDONLY;
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn free_fs_context(fc: *mut bindings::fs_context) {
+        // SAFETY: The VFS passes a valid context; `fs_private` is null or was set by
+        // `init_fs_context` with `into_foreign`, and nothing borrows it any more.
+        drop(unsafe { KBox::<T::Options>::try_from_foreign((*fc).fs_private) });
+    }
+
+    unsafe extern "C" fn parse_param(
+        fc: *mut bindings::fs_context,
+        param: *mut bindings::fs_parameter,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: The VFS passes a valid context and parameter; the context's operations
+            // are ours, so `fs_private` holds the options set by `init_fs_context`, which only
+            // the VFS's serialised configuration calls use.
+            let (ctx, opts, key, value) = unsafe {
+                let opts = &mut *(*fc).fs_private.cast::<T::Options>();
+                let key = CStr::from_char_ptr((*param).key);
+                let value = match (*param).type_() {
+                    bindings::fs_value_type_fs_value_is_flag => Param::Flag,
+                    bindings::fs_value_type_fs_value_is_string => {
+                        Param::String(CStr::from_char_ptr((*param).__bindgen_anon_1.string))
+                    }
+                    _ => Param::Other,
+                };
+                (FsContext::from_raw(fc), opts, key, value)
+            };
+            T::parse_param(ctx, opts, key, value)?;
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn get_tree(fc: *mut bindings::fs_context) -> ffi::c_int {
+        // SAFETY: The VFS passes a valid context; `fill_super` has the signature `get_tree_nodev`
+        // expects.
+        unsafe { bindings::get_tree_nodev(fc, Some(Self::fill_super)) }
+    }
+
+    unsafe extern "C" fn reconfigure(fc: *mut bindings::fs_context) -> ffi::c_int {
+        // SAFETY: The VFS passes a valid context. The file system stays read-only; other
+        // options cannot change on remount and are ignored.
+        unsafe { (*fc).sb_flags |= bindings::SB_RDONLY };
+        0
+    }
+
+    unsafe extern "C" fn fill_super(
+        sb_ptr: *mut bindings::super_block,
+        fc: *mut bindings::fs_context,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: `get_tree_nodev` passes a new super block, exclusively ours until this
+            // function returns.
+            unsafe {
+                (*sb_ptr).s_op = &Self::SUPER;
+                (*sb_ptr).s_xattr = if T::HAS_GET_XATTR {
+                    xattr::Handlers::<T>::TABLE.as_ptr()
+                } else {
+                    ptr::null()
+                };
+                (*sb_ptr).s_flags |= bindings::SB_RDONLY as ffi::c_ulong;
+                (*sb_ptr).s_maxbytes = MAX_LFS_FILESIZE;
+                (*sb_ptr).s_blocksize = bindings::PAGE_SIZE as _;
+                (*sb_ptr).s_blocksize_bits = bindings::PAGE_SHIFT as _;
+                (*sb_ptr).s_time_gran = 1;
+            }
+
+            // SAFETY: The super block is being initialised (see above) and its `s_fs_info` is
+            // still null, which is what `SuperBlock<T, New>` requires.
+            let new_sb = unsafe { SuperBlock::<T, New>::from_raw_mut(sb_ptr) };
+            // SAFETY: `fc` is valid, and its operations are ours, so `fs_private` holds the
+            // options; `get_tree` is not called concurrently with other configuration calls.
+            let (ctx, opts) = unsafe {
+                (
+                    FsContext::from_raw(fc),
+                    &mut *(*fc).fs_private.cast::<T::Options>(),
+                )
+            };
+            let data = KBox::new(T::fill_super(ctx, opts, new_sb)?, GFP_KERNEL)?;
+            // SAFETY: The super block is still exclusively ours; `kill_sb` frees the data.
+            unsafe { (*sb_ptr).s_fs_info = data.into_foreign().cast_mut() };
+
+            // SAFETY: `s_fs_info` now holds the file system's data, so the super block is live.
+            let sb = unsafe { SuperBlock::<T, Ready>::from_raw(sb_ptr) };
+            let root = T::init_root(sb)?;
+            if !root.is_dir() {
+                pr_err!("{}: the root inode is not a directory\n", T::NAME);
+                return Err(ENOTDIR);
+            }
+            // SAFETY: `d_make_root` takes over the reference owned by `root` (and drops it on
+            // failure).
+            let dentry = unsafe { bindings::d_make_root(ARef::into_raw(root).as_ptr().cast()) };
+            if dentry.is_null() {
+                return Err(ENOMEM);
+            }
+            // SAFETY: The super block is still exclusively ours.
+            unsafe { (*sb_ptr).s_root = dentry };
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn kill_sb(sb: *mut bindings::super_block) {
+        // SAFETY: The VFS passes a valid super block being torn down.
+        let data = unsafe { (*sb).s_fs_info };
+        // SAFETY: Same as above; it is an anonymous super block made by `get_tree_nodev`.
+        unsafe { bindings::kill_anon_super(sb) };
+        // SAFETY: `s_fs_info` is null or was set by `fill_super` with `into_foreign`; all
+        // inodes and dentries are gone, so nothing borrows it any more.
+        drop(unsafe { KBox::<T::Data>::try_from_foreign(data) });
+    }
+
+    unsafe extern "C" fn statfs(
+        dentry: *mut bindings::dentry,
+        buf: *mut bindings::kstatfs,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: The VFS passes a valid dentry of one of our live super blocks.
+            let sb = unsafe { SuperBlock::<T, Ready>::from_raw((*dentry).d_sb) };
+            let stat = T::statfs(sb)?;
+            // SAFETY: The VFS passes a valid, zeroed `kstatfs` to fill.
+            unsafe {
+                (*buf).f_type = stat.magic as _;
+                (*buf).f_namelen = stat.namelen as _;
+                (*buf).f_bsize = stat.bsize as _;
+                (*buf).f_frsize = stat.bsize as _;
+                (*buf).f_blocks = stat.blocks;
+                (*buf).f_files = stat.files;
+            }
+            Ok(0)
+        })
+    }
+
+    unsafe extern "C" fn show_options(
+        m: *mut bindings::seq_file,
+        root: *mut bindings::dentry,
+    ) -> ffi::c_int {
+        from_result(|| {
+            // SAFETY: The VFS passes the valid root dentry of one of our live super blocks.
+            let sb = unsafe { SuperBlock::<T, Ready>::from_raw((*root).d_sb) };
+            // SAFETY: The VFS passes a valid seq_file that we may write to until we return.
+            let seq = unsafe { SeqFile::from_raw(m) };
+            T::show_options(sb, seq)?;
+            Ok(0)
+        })
+    }
+}
+
+/// The `S_IFMT` bits of a mode.
+pub(crate) const fn mode_type(mode: u16) -> u32 {
+    mode as u32 & bindings::S_IFMT
+}

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Kernel-internal reads of files below a private mount.
+//!
+//! A file system backed by files of another one (as an OCI image directory is) clones a private
+//! mount of its backing directory when it is mounted ([`PrivateMount::new`]), so that the
+//! backing files stay reachable whatever happens to the mount table afterwards, and reads them
+//! with the credentials of the mounter, not of whoever triggers the read.
+//!
+//! C headers: [`include/linux/mount.h`](srctree/include/linux/mount.h),
+//! [`include/linux/namei.h`](srctree/include/linux/namei.h)
+
+use crate::bindings;
+use crate::error::{from_err_ptr, to_result};
+use crate::prelude::*;
+use core::ptr::NonNull;
+
+/// A private clone of the mount of a directory, with the credentials of who cloned it.
+///
+/// # Invariants
+///
+/// `mnt` is a private mount made by `clone_private_mount` that we own (released by
+/// `kern_unmount`), and `cred` a counted reference to credentials.
+pub struct PrivateMount {
+    mnt: NonNull<bindings::vfsmount>,
+    cred: NonNull<bindings::cred>,
+}
+
+// SAFETY: The mount and the credentials are reference counted and may be used and released from
+// any thread.
+unsafe impl Send for PrivateMount {}
+
+// SAFETY: Opening files below the mount from several threads at once is fine.
+unsafe impl Sync for PrivateMount {}
+
+impl PrivateMount {
+    /// Clones a private mount of the directory at `path` (resolved from the current task, as
+    /// a path given to `mount` is), and keeps the current credentials for later reads.
+    pub fn new(path: &CStr) -> Result<Self> {
+        let mut p = bindings::path {
+            mnt: core::ptr::null_mut(),
+            dentry: core::ptr::null_mut(),
+        };
+        // SAFETY: `path` is NUL-terminated; `p` is written on success only.
+        to_result(unsafe {
+            bindings::kern_path(
+                path.as_char_ptr(),
+                bindings::LOOKUP_FOLLOW | bindings::LOOKUP_DIRECTORY,
+                &mut p,
+            )
+        })?;
+        // SAFETY: `p` holds a path reference from `kern_path`.
+        let mnt = from_err_ptr(unsafe { bindings::clone_private_mount(&p) });
+        // SAFETY: We are done with the reference taken by `kern_path`.
+        unsafe { bindings::path_put(&p) };
+        let mnt = NonNull::new(mnt?).ok_or(EINVAL)?;
+        // SAFETY: Takes a counted reference to the current task's credentials.
+        let cred = unsafe { bindings::get_current_cred() };
+        let Some(cred) = NonNull::new(cred.cast_mut()) else {
+            // SAFETY: We own `mnt`.
+            unsafe { bindings::kern_unmount(mnt.as_ptr()) };
+            return Err(EINVAL);
+        };
+        // INVARIANT: We own the mount and the credentials reference.
+        Ok(Self { mnt, cred })
+    }
+
+    /// Opens the regular file at `path`, relative to the root of the mount (which also acts
+    /// as its root directory: `..` and absolute symbolic links cannot leave it).
+    pub fn open(&self, path: &CStr) -> Result<RegularFile> {
+        // SAFETY: By the type invariant the mount is alive; its root dentry is stable.
+        let root = bindings::path {
+            mnt: self.mnt.as_ptr(),
+            dentry: unsafe { (*self.mnt.as_ptr()).mnt_root },
+        };
+        // SAFETY: The credentials are alive by the type invariant; they are reverted below.
+        let old = unsafe { bindings::override_creds(self.cred.as_ptr()) };
+        // SAFETY: `root` is a valid path and `path` is NUL-terminated.
+        let file = unsafe {
+            bindings::file_open_root(
+                &root,
+                path.as_char_ptr(),
+                (bindings::O_RDONLY | bindings::O_LARGEFILE) as _,
+                0,
+            )
+        };
+        // SAFETY: `old` was returned by `override_creds` above.
+        unsafe { bindings::revert_creds(old) };
+        let file = NonNull::new(from_err_ptr(file)?).ok_or(ENOENT)?;
+        // INVARIANT: `file_open_root` returned a reference to an open file that we own.
+        let file = RegularFile { file };
+        // SAFETY: The file is open, so its inode is valid.
+        let mode = unsafe { (*(*file.file.as_ptr()).f_inode).i_mode };
+        if super::mode_type(mode) != bindings::S_IFREG {
+            return Err(EINVAL);
+        }
+        Ok(file)
+    }
+}
+
+impl Drop for PrivateMount {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own the mount and the credentials reference.
+        unsafe {
+            bindings::kern_unmount(self.mnt.as_ptr());
+            bindings::put_cred(self.cred.as_ptr());
+        }
+    }
+}
+
+/// A regular file opened for reading by the kernel.
+///
+/// # Invariants
+///
+/// `file` is an open file that we own a reference to.
+pub struct RegularFile {
+    file: NonNull<bindings::file>,
+}
+
+// SAFETY: Open files are reference counted and may be read and released from any thread.
+unsafe impl Send for RegularFile {}
+
+// SAFETY: `kernel_read` with an explicit position may run concurrently.
+unsafe impl Sync for RegularFile {}
+
+impl RegularFile {
+    /// The size of the file.
+    pub fn size(&self) -> Result<u64> {
+        // SAFETY: The file is open, so its inode is valid.
+        let size = unsafe { bindings::i_size_read((*self.file.as_ptr()).f_inode) };
+        Ok(size.try_into()?)
+    }
+
+    /// Reads into `buf` from byte `pos` on; returns how many bytes were read (0 at the end of
+    /// the file).
+    pub fn read_at(&self, buf: &mut [u8], pos: u64) -> Result<usize> {
+        let mut pos: bindings::loff_t = pos.try_into()?;
+        // SAFETY: The file is open; `buf` is valid for writes of its length.
+        let n = unsafe {
+            bindings::kernel_read(
+                self.file.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                &mut pos,
+            )
+        };
+        if n < 0 {
+            return Err(Error::from_errno(n as _));
+        }
+        Ok(n as usize)
+    }
+
+    /// Fills `buf` from byte `pos` on; reaching the end of the file first is [`EIO`].
+    pub fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> Result {
+        let mut done = 0;
+        while done < buf.len() {
+            let at = pos.checked_add(done as u64).ok_or(EOVERFLOW)?;
+            let n = self.read_at(&mut buf[done..], at)?;
+            if n == 0 {
+                return Err(EIO);
+            }
+            done += n;
+        }
+        Ok(())
+    }
+
+    /// Reads the whole file into a new buffer; it must not be larger than `max` bytes
+    /// ([`EFBIG`]). The buffer is at least 8-byte aligned (it comes from `kvmalloc`).
+    pub fn read_to_vec(&self, max: usize) -> Result<KVVec<u8>> {
+        let size: usize = self.size()?.try_into().map_err(|_| EFBIG)?;
+        if size > max {
+            return Err(EFBIG);
+        }
+        let mut v = KVVec::with_capacity(size, GFP_KERNEL)?;
+        let spare = &mut v.spare_capacity_mut()[..size];
+        // SAFETY: `MaybeUninit<u8>` and `u8` have the same layout, and `read_exact_at` only
+        // writes to the slice; bytes are initialised once it succeeds.
+        let buf = unsafe { core::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), size) };
+        // Zero first so that no uninitialised byte is ever exposed, even on error paths.
+        buf.fill(0);
+        self.read_exact_at(buf, 0)?;
+        // SAFETY: The first `size` bytes were initialised above.
+        unsafe { v.set_len(size) };
+        Ok(v)
+    }
+}
+
+impl Drop for RegularFile {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own a reference to the open file.
+        unsafe { bindings::fput(self.file.as_ptr()) };
+    }
+}

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Inodes.
+//!
+//! [`SuperBlock::get_or_create_inode`] returns either a cached, initialised [`INode`] or a
+//! [`NewINode`]: a new inode, still locked and invisible to others, which the file system must
+//! describe with [`NewINode::init`] before it can be used. Dropping a `NewINode` instead marks
+//! the inode bad and releases it (`iget_failed`).
+//!
+//! C header: [`include/linux/fs.h`](srctree/include/linux/fs.h)
+
+use super::{dir, folio, sb::SuperBlock, xattr, FileSystem};
+use crate::bindings;
+use crate::prelude::*;
+use crate::types::{ARef, AlwaysRefCounted, Opaque};
+use crate::ffi;
+use core::{marker::PhantomData, ptr, ptr::NonNull};
+
+/// An inode of file system `T`.
+///
+/// # Invariants
+///
+/// The wrapped inode is valid, initialised (not `I_NEW`), belongs to a live super block of type
+/// `T`, and its reference count is non-zero while a reference to it exists.
+#[repr(transparent)]
+pub struct INode<T: FileSystem>(Opaque<bindings::inode>, PhantomData<T>);
+
+// SAFETY: The inode reference count may be changed from any thread (`ihold`/`iput`).
+unsafe impl<T: FileSystem> AlwaysRefCounted for INode<T> {
+    fn inc_ref(&self) {
+        // SAFETY: The inode is valid and has a non-zero reference count by the type invariant.
+        unsafe { bindings::ihold(self.0.get()) };
+    }
+
+    unsafe fn dec_ref(obj: NonNull<Self>) {
+        // SAFETY: The caller owns a reference, which it gives up.
+        unsafe { bindings::iput(obj.as_ptr().cast()) };
+    }
+}
+
+// SAFETY: Inodes are used from any thread; the fields read through `INode` are immutable once
+// the inode is initialised.
+unsafe impl<T: FileSystem> Send for INode<T> {}
+
+// SAFETY: See `Send`.
+unsafe impl<T: FileSystem> Sync for INode<T> {}
+
+impl<T: FileSystem> INode<T> {
+    /// Creates a reference from a raw pointer.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a valid, initialised inode of a live super block of type `T`, alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::inode) -> &'a Self {
+        // SAFETY: `INode` is a transparent wrapper; the rest is guaranteed by the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// The inode number.
+    pub fn ino(&self) -> u64 {
+        // SAFETY: `i_ino` is immutable once the inode is initialised.
+        (unsafe { (*self.0.get()).i_ino }) as u64
+    }
+
+    /// The super block the inode belongs to.
+    pub fn super_block(&self) -> &SuperBlock<T> {
+        // SAFETY: By the type invariant the super block is live and outlives its inodes.
+        unsafe { SuperBlock::from_raw((*self.0.get()).i_sb) }
+    }
+
+    /// The inode's size in bytes.
+    pub fn size(&self) -> i64 {
+        // SAFETY: The inode is valid; `i_size_read` reads the size consistently.
+        unsafe { bindings::i_size_read(self.0.get()) }
+    }
+
+    /// Whether the inode is a directory.
+    pub fn is_dir(&self) -> bool {
+        // SAFETY: `i_mode` is immutable once the inode is initialised.
+        super::mode_type(unsafe { (*self.0.get()).i_mode }) == bindings::S_IFDIR
+    }
+}
+
+/// The result of [`SuperBlock::get_or_create_inode`].
+pub enum Lookup<T: FileSystem> {
+    /// The inode was in the cache.
+    Cached(ARef<INode<T>>),
+    /// The inode is new and must be initialised.
+    New(NewINode<T>),
+}
+
+/// The kind of an inode, with what that kind needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Type {
+    /// Directory.
+    Dir,
+    /// Regular file, read through the page cache.
+    Reg,
+    /// Symbolic link; its target (of length `size`) is read through the page cache.
+    Lnk,
+    /// Named pipe.
+    Fifo,
+    /// Unix socket.
+    Sock,
+    /// Character device (major, minor).
+    Chr(u32, u32),
+    /// Block device (major, minor).
+    Blk(u32, u32),
+}
+
+/// What a new inode is made of.
+#[derive(Clone, Copy, Debug)]
+pub struct Params {
+    /// Kind of inode.
+    pub typ: Type,
+    /// Permission bits (the low 12 bits of the mode); higher bits are ignored.
+    pub mode: u16,
+    /// Size in bytes.
+    pub size: i64,
+    /// Number of hard links.
+    pub nlink: u32,
+    /// Owner.
+    pub uid: u32,
+    /// Group.
+    pub gid: u32,
+}
+
+/// A new inode, locked, that must be initialised before use.
+///
+/// # Invariants
+///
+/// The wrapped inode is valid and `I_NEW`, of a live super block of type `T`, and we own a
+/// reference to it.
+pub struct NewINode<T: FileSystem>(NonNull<bindings::inode>, PhantomData<T>);
+
+// SAFETY: The inode may be initialised and released from any thread.
+unsafe impl<T: FileSystem> Send for NewINode<T> {}
+
+const MINORBITS: u32 = 20;
+
+impl<T: FileSystem> NewINode<T> {
+    /// Wraps a new inode.
+    ///
+    /// # Safety
+    ///
+    /// `inode` must be a valid, `I_NEW` inode of a live super block of type `T`, and the caller
+    /// must own a reference to it, which it transfers.
+    pub(crate) unsafe fn from_raw(inode: NonNull<bindings::inode>) -> Self {
+        Self(inode, PhantomData)
+    }
+
+    /// The number of the inode.
+    pub fn ino(&self) -> u64 {
+        // SAFETY: The inode is valid by the type invariant.
+        (unsafe { (*self.0.as_ptr()).i_ino }) as u64
+    }
+
+    /// The super block the inode belongs to.
+    pub fn super_block(&self) -> &SuperBlock<T> {
+        // SAFETY: By the type invariant the super block is live.
+        unsafe { SuperBlock::from_raw((*self.0.as_ptr()).i_sb) }
+    }
+
+    /// Describes the inode and makes it available to others.
+    ///
+    /// Time stamps are 0 (the epoch); the block count is derived from the size.
+    pub fn init(self, params: Params) -> Result<ARef<INode<T>>> {
+        let size = params.size;
+        if size < 0 {
+            return Err(EINVAL);
+        }
+        let blocks = (size as u64).div_ceil(512);
+        let rdev = match params.typ {
+            Type::Chr(major, minor) | Type::Blk(major, minor) => {
+                if major >= (1 << (32 - MINORBITS)) || minor >= (1 << MINORBITS) {
+                    return Err(EINVAL);
+                }
+                (major << MINORBITS) | minor
+            }
+            _ => 0,
+        };
+        if params.typ == Type::Lnk && (size == 0 || size >= bindings::PAGE_SIZE as i64) {
+            return Err(ENAMETOOLONG);
+        }
+        let perm = u32::from(params.mode) & 0o7777;
+        let inode = self.0.as_ptr();
+        // SAFETY: The inode is new and locked (`I_NEW`): nobody else looks at it until
+        // `unlock_new_inode` below, so its fields may be written.
+        unsafe {
+            let mode = |t: u32| (t | perm) as bindings::umode_t;
+            match params.typ {
+                Type::Dir => {
+                    (*inode).i_mode = mode(bindings::S_IFDIR);
+                    (*inode).i_op = &Tables::<T>::DIR_INODE;
+                    (*inode).__bindgen_anon_3.i_fop = &Tables::<T>::DIR_FILE;
+                }
+                Type::Reg => {
+                    (*inode).i_mode = mode(bindings::S_IFREG);
+                    (*inode).i_op = &Tables::<T>::OTHER_INODE;
+                    (*inode).__bindgen_anon_3.i_fop = &bindings::generic_ro_fops;
+                    (*(*inode).i_mapping).a_ops = &Tables::<T>::AOPS;
+                }
+                Type::Lnk => {
+                    (*inode).i_mode = mode(bindings::S_IFLNK);
+                    (*inode).i_op = &Tables::<T>::SYMLINK_INODE;
+                    bindings::inode_nohighmem(inode);
+                    (*(*inode).i_mapping).a_ops = &Tables::<T>::AOPS;
+                }
+                Type::Fifo | Type::Sock | Type::Chr(..) | Type::Blk(..) => {
+                    let t = match params.typ {
+                        Type::Fifo => bindings::S_IFIFO,
+                        Type::Sock => bindings::S_IFSOCK,
+                        Type::Chr(..) => bindings::S_IFCHR,
+                        _ => bindings::S_IFBLK,
+                    };
+                    bindings::init_special_inode(inode, mode(t), rdev);
+                    (*inode).i_op = &Tables::<T>::OTHER_INODE;
+                }
+            }
+            (*inode).i_size = size;
+            (*inode).i_blocks = blocks;
+            bindings::set_nlink(inode, params.nlink);
+            bindings::i_uid_write(inode, params.uid);
+            bindings::i_gid_write(inode, params.gid);
+            (*inode).i_atime_sec = 0;
+            (*inode).i_atime_nsec = 0;
+            (*inode).i_mtime_sec = 0;
+            (*inode).i_mtime_nsec = 0;
+            (*inode).i_ctime_sec = 0;
+            (*inode).i_ctime_nsec = 0;
+            bindings::unlock_new_inode(inode);
+        }
+        let inode = self.0.cast::<INode<T>>();
+        core::mem::forget(self);
+        // SAFETY: The inode is now initialised, and the reference we owned is transferred.
+        Ok(unsafe { ARef::from_raw(inode) })
+    }
+}
+
+impl<T: FileSystem> Drop for NewINode<T> {
+    fn drop(&mut self) {
+        // SAFETY: The inode is new and we own a reference: `iget_failed` marks it bad, unlocks
+        // it and releases that reference.
+        unsafe { bindings::iget_failed(self.0.as_ptr()) };
+    }
+}
+
+/// The inode, file and address space operations of a file system type.
+struct Tables<T: FileSystem>(PhantomData<T>);
+
+impl<T: FileSystem> Tables<T> {
+    const LISTXATTR: Option<
+        unsafe extern "C" fn(*mut bindings::dentry, *mut ffi::c_char, usize) -> isize,
+    > = if T::HAS_LIST_XATTRS {
+        Some(xattr::listxattr::<T>)
+    } else {
+        None
+    };
+
+    const DIR_INODE: bindings::inode_operations = bindings::inode_operations {
+        lookup: Some(Self::lookup),
+        listxattr: Self::LISTXATTR,
+        // SAFETY: All-zero is a valid value for the remaining fields (absent callbacks).
+        ..unsafe { core::mem::zeroed() }
+    };
+
+    const DIR_FILE: bindings::file_operations = bindings::file_operations {
+        llseek: Some(bindings::generic_file_llseek),
+        read: Some(bindings::generic_read_dir),
+        iterate_shared: Some(dir::iterate_shared::<T>),
+        // SAFETY: All-zero is a valid value for the remaining fields (absent callbacks).
+        ..unsafe { core::mem::zeroed() }
+    };
+
+    const SYMLINK_INODE: bindings::inode_operations = bindings::inode_operations {
+        get_link: Some(bindings::page_get_link),
+        listxattr: Self::LISTXATTR,
+        // SAFETY: All-zero is a valid value for the remaining fields (absent callbacks).
+        ..unsafe { core::mem::zeroed() }
+    };
+
+    const OTHER_INODE: bindings::inode_operations = bindings::inode_operations {
+        listxattr: Self::LISTXATTR,
+        // SAFETY: All-zero is a valid value for the remaining fields (absent callbacks).
+        ..unsafe { core::mem::zeroed() }
+    };
+
+    const AOPS: bindings::address_space_operations = bindings::address_space_operations {
+        read_folio: Some(folio::read_folio::<T>),
+        // SAFETY: All-zero is a valid value for the remaining fields (absent callbacks).
+        ..unsafe { core::mem::zeroed() }
+    };
+
+    unsafe extern "C" fn lookup(
+        dir: *mut bindings::inode,
+        dentry: *mut bindings::dentry,
+        _flags: ffi::c_uint,
+    ) -> *mut bindings::dentry {
+        // SAFETY: The VFS passes a valid, initialised directory inode of one of our super
+        // blocks, and a valid dentry whose name is stable while we look it up.
+        let (dir, name) = unsafe {
+            let qstr = &(*dentry).d_name;
+            let len = qstr.__bindgen_anon_1.__bindgen_anon_1.len as usize;
+            (
+                INode::<T>::from_raw(dir),
+                core::slice::from_raw_parts(qstr.name, len),
+            )
+        };
+        let inode = match T::lookup(dir, name) {
+            Ok(Some(inode)) => ARef::into_raw(inode).as_ptr().cast::<bindings::inode>(),
+            Ok(None) => ptr::null_mut(),
+            Err(e) => return e.to_ptr(),
+        };
+        // SAFETY: `dentry` is the valid, unhashed dentry being looked up; `d_splice_alias` takes
+        // over our reference to `inode` (or a null inode for a negative dentry).
+        unsafe { bindings::d_splice_alias(inode, dentry) }
+    }
+}

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: GPL-2.0
+
+//! Super blocks.
+//!
+//! A super block is first a [`SuperBlock<T, New>`], being set up by
+//! [`FileSystem::fill_super`](super::FileSystem::fill_super), and then a live
+//! [`SuperBlock<T>`] (state [`Ready`]) with the file system's data: only a live super block
+//! hands out its data and creates inodes.
+//!
+//! C header: [`include/linux/fs.h`](srctree/include/linux/fs.h)
+
+use super::inode::{INode, Lookup, NewINode};
+use super::FileSystem;
+use crate::bindings;
+use crate::prelude::*;
+use crate::types::{ARef, ForeignOwnable, Opaque};
+use core::marker::PhantomData;
+
+/// State of a super block being set up: it has no file system data yet.
+pub struct New;
+
+/// State of a live super block: its file system data is set.
+pub struct Ready;
+
+/// A super block of file system `T` in state `S` ([`New`] or [`Ready`]).
+///
+/// # Invariants
+///
+/// The wrapped super block is valid and belongs to file system type `T`. In state [`Ready`],
+/// its `s_fs_info` holds a `KBox<T::Data>` made by `fill_super`, which lives until the super
+/// block is killed. In state [`New`], the super block is exclusively owned by the caller of
+/// `fill_super`.
+#[repr(transparent)]
+pub struct SuperBlock<T: FileSystem, S = Ready>(
+    Opaque<bindings::super_block>,
+    PhantomData<(T, S)>,
+);
+
+/// What `statfs` reports.
+#[derive(Clone, Copy, Default)]
+pub struct Stat {
+    /// The file system's magic number.
+    pub magic: u32,
+    /// Longest file name.
+    pub namelen: i64,
+    /// Block size.
+    pub bsize: i64,
+    /// Size in blocks.
+    pub blocks: u64,
+    /// Number of inodes.
+    pub files: u64,
+}
+
+impl<T: FileSystem> SuperBlock<T, New> {
+    /// Creates a mutable reference to a super block being set up.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a valid super block of type `T` with a null `s_fs_info`, exclusively owned
+    /// by the caller for `'a`.
+    pub(crate) unsafe fn from_raw_mut<'a>(ptr: *mut bindings::super_block) -> &'a mut Self {
+        // SAFETY: `SuperBlock` is a transparent wrapper; the rest is guaranteed by the caller.
+        unsafe { &mut *ptr.cast() }
+    }
+
+    /// Sets the magic number (as reported by `statfs`).
+    pub fn set_magic(&mut self, magic: u32) -> &mut Self {
+        // SAFETY: The super block is exclusively ours while it is being set up.
+        unsafe { (*self.0.get()).s_magic = magic as _ };
+        self
+    }
+}
+
+impl<T: FileSystem> SuperBlock<T, Ready> {
+    /// Creates a reference to a live super block.
+    ///
+    /// # Safety
+    ///
+    /// `ptr` must be a valid super block of type `T` whose `s_fs_info` was set by `fill_super`,
+    /// and that stays alive for `'a`.
+    pub(crate) unsafe fn from_raw<'a>(ptr: *mut bindings::super_block) -> &'a Self {
+        // SAFETY: `SuperBlock` is a transparent wrapper; the rest is guaranteed by the caller.
+        unsafe { &*ptr.cast() }
+    }
+
+    /// Returns the data of the file system.
+    pub fn data(&self) -> &T::Data {
+        // SAFETY: By the type invariant, `s_fs_info` holds a `KBox<T::Data>` that outlives
+        // `self`, and is only ever borrowed immutably.
+        unsafe { KBox::<T::Data>::borrow((*self.0.get()).s_fs_info) }
+    }
+
+    /// Returns the inode numbered `ino`: the cached one, or a new one, locked, that the caller
+    /// must initialise with [`NewINode::init`].
+    pub fn get_or_create_inode(&self, ino: u64) -> Result<Lookup<T>> {
+        let ino: crate::ffi::c_ulong = ino.try_into()?;
+        // SAFETY: The super block is live by the type invariant.
+        let inode = unsafe { bindings::iget_locked(self.0.get(), ino) };
+        let inode = core::ptr::NonNull::new(inode).ok_or(ENOMEM)?;
+        // SAFETY: `iget_locked` returned a valid inode with a reference we now own.
+        if unsafe { (*inode.as_ptr()).i_state } & bindings::I_NEW != 0 {
+            // SAFETY: The inode is new and locked (`I_NEW`), and we own a reference to it.
+            Ok(Lookup::New(unsafe { NewINode::from_raw(inode) }))
+        } else {
+            // SAFETY: The inode is initialised, and we own a reference to it.
+            Ok(Lookup::Cached(unsafe {
+                ARef::from_raw(inode.cast::<INode<T>>())
+            }))
+        }
+    }
+}
