@@ -1,0 +1,89 @@
+#!/bin/sh
+# Benchmark of the puzzlefs builder against mkfs.erofs and mksquashfs -comp zstd
+# on one real tree (not a test: prints figures, fails only if a tool fails).
+#
+#   test/bench/bench-builder.sh [SRC_DIR]
+#
+# SRC_DIR   tree to pack (default: the Rust sources of rust-web-src,
+#           /usr/lib/rustlib/src/rust/library)
+# REPS      repetitions per tool (default 3; the median is reported)
+# PUZZLEFS  puzzlefs binary (default: build package/puzzlefs in release mode)
+# JOBS      cargo -j when building puzzlefs (default 2)
+#
+# Each tool writes into a fresh directory per repetition; the first, untimed
+# pass warms the page cache so every tool reads the tree from memory.
+# Sizes: puzzlefs = every blob of the OCI directory; erofs/squashfs = image file.
+set -eu
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+src=${1:-/usr/lib/rustlib/src/rust/library}
+reps=${REPS:-3}
+jobs=${JOBS:-2}
+
+[ -d "$src" ] || { echo "bench-builder: no tree at $src (install rust-web-src or pass a directory)" >&2; exit 1; }
+for t in mkfs.erofs mksquashfs; do
+	command -v "$t" >/dev/null || { echo "bench-builder: $t not found (erofs-utils, squashfs-tools)" >&2; exit 1; }
+done
+
+if [ -z "${PUZZLEFS:-}" ]; then
+	(cd "$here/package/puzzlefs" && cargo build --release -j "$jobs" -q -p puzzlefs)
+	PUZZLEFS=$here/package/puzzlefs/target/release/puzzlefs
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/bench-builder.XXXXXX")
+trap 'rm -rf "$work"' EXIT INT TERM
+
+now() { date +%s.%N; }
+
+# run NAME OUTPUT CMD... : time one command, print seconds
+run() {
+	name=$1 out=$2; shift 2
+	rm -rf "$out"
+	t0=$(now)
+	"$@" >/dev/null 2>"$work/$name.err" || { cat "$work/$name.err" >&2; echo "bench-builder: $name failed" >&2; exit 1; }
+	t1=$(now)
+	echo "$t0 $t1" | awk '{ printf "%.3f\n", $2 - $1 }'
+}
+
+size_of() {
+	if [ -d "$1" ]; then
+		find "$1/blobs" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'
+	else
+		stat -c %s "$1"
+	fi
+}
+
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+files=$(find "$src" -type f | wc -l)
+bytes=$(find "$src" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+echo "tree: $src ($files files, $bytes bytes), $reps repetitions, $(nproc) CPUs"
+find "$src" -type f -exec cat {} + >/dev/null   # warm the page cache
+
+tools="puzzlefs puzzlefs-zstd erofs squashfs-zstd"
+for tool in $tools; do
+	: >"$work/$tool.times"
+	r=0
+	while [ "$r" -lt "$reps" ]; do
+		case $tool in
+		puzzlefs)      o=$work/oci-plain; run $tool "$o" "$PUZZLEFS" -q build "$src" "$o" bench ;;
+		puzzlefs-zstd) o=$work/oci-zstd;  run $tool "$o" "$PUZZLEFS" -q build -c "$src" "$o" bench ;;
+		erofs)         o=$work/img.erofs; run $tool "$o" mkfs.erofs -q "$o" "$src" ;;
+		squashfs-zstd) o=$work/img.sqfs;  run $tool "$o" mksquashfs "$src" "$o" -comp zstd -noappend -quiet -no-progress ;;
+		esac >>"$work/$tool.times"
+		r=$((r + 1))
+	done
+	size_of "$o" >"$work/$tool.size"
+done
+
+et=$(median <"$work/erofs.times")
+ss=$(cat "$work/squashfs-zstd.size")
+printf '%-15s %10s %14s %14s %14s %12s\n' tool "time(s)" "size(bytes)" "time/erofs" "size/sqfs-zstd" "size/tree"
+for tool in $tools; do
+	t=$(median <"$work/$tool.times")
+	s=$(cat "$work/$tool.size")
+	awk -v n="$tool" -v t="$t" -v s="$s" -v et="$et" -v ss="$ss" -v b="$bytes" 'BEGIN {
+		printf "%-15s %10.3f %14d %14.3f %14.3f %12.3f\n", n, t, s, t / et, s / ss, s / b }'
+done
+echo "all times (s):"
+for tool in $tools; do echo "  $tool: $(tr '\n' ' ' <"$work/$tool.times")"; done
