@@ -69,3 +69,41 @@ impl fmt::Debug for HexDigest<'_> {
         fmt::Display::fmt(self, f)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn hex_round_trip() {
+        let hex = b"4c76052ab5321d55d2a76edd5ef4832cd3ce837eebf92ce8c3b30b4bb3729538";
+        let d = parse_hex_digest(hex);
+        assert!(matches!(d, Ok(d) if d[0] == 0x4c && d[31] == 0x38));
+        if let Ok(d) = d {
+            assert_eq!(HexDigest(&d).to_string().as_bytes(), &hex[..]);
+        }
+        let upper = b"4C76052AB5321D55D2A76EDD5EF4832CD3CE837EEBF92CE8C3B30B4BB3729538";
+        assert_eq!(parse_hex_digest(upper), d);
+    }
+
+    #[test]
+    fn hex_rejects_bad_input() {
+        assert!(parse_hex_digest(b"").is_err());
+        assert!(parse_hex_digest(&[b'0'; 63]).is_err());
+        assert!(parse_hex_digest(&[b'0'; 65]).is_err());
+        let mut bad = [b'0'; 64];
+        bad[10] = b'g';
+        assert!(parse_hex_digest(&bad).is_err());
+        assert!(digest_from(&[0u8; 31]).is_err());
+        assert!(digest_from(&[0u8; 32]).is_ok());
+    }
+
+    #[test]
+    fn midpoint_never_overflows() {
+        assert_eq!(crate::mid(0, 0), 0);
+        assert_eq!(crate::mid(0, 1), 0);
+        assert_eq!(crate::mid(u32::MAX - 1, u32::MAX), u32::MAX - 1);
+        assert_eq!(crate::mid(10, 20), 15);
+    }
+}

@@ -82,6 +82,9 @@ pub mod metadata_capnp {
     include!(concat!(env!("OUT_DIR"), "/metadata_capnp.rs"));
 }
 
+#[cfg(test)]
+extern crate std;
+
 mod check;
 mod digest;
 mod dir;
