@@ -56,7 +56,7 @@ HOST_DIR := $(O)/host
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check puzzlefs_qemu_defconfig linux puzzlefs rootfs run test \
-	test-cargo test-suite kernel-series clean help check-config
+	test-cargo test-suite test-static linux-update-defconfig kernel-series clean help check-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -96,7 +96,22 @@ run: all
 	board/qemu/start-qemu.sh $(O)/images
 
 # `make test`: everything, in one go. CASES=<glob> runs a subset of test/cases.
-test: all test-cargo test-suite
+test: all test-static test-cargo test-suite
+
+# Host-side checks: the Buildroot description is well-formed and the host
+# build used exactly what it says.
+test-static: check-config
+	@echo ">>> static checks of the Buildroot description"
+	@test/buildroot/check-br2.sh
+	@support/check-drift.sh $(O)
+
+# board/qemu/linux.defconfig is what Buildroot starts from: the
+# savedefconfig of the host build's allnoconfig + fragment configuration.
+linux-update-defconfig: check-config deps-check
+	@support/linux.sh $(O) configure
+	@. support/kmake.sh && LINUX_DIR=$$(cat $(O)/build/linux-dir) && \
+		kmake savedefconfig >/dev/null && cp $$LINUX_DIR/defconfig board/qemu/linux.defconfig
+	@echo ">>> wrote board/qemu/linux.defconfig"
 
 test-cargo: deps-check
 	@echo ">>> cargo test (workspace)"

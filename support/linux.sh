@@ -1,7 +1,8 @@
 #!/bin/sh
 # Host build of the appliance kernel, doing what Buildroot's linux package does:
 #   extract -> linux extension (copy sources in) -> global patch dir -> configure -> build.
-# Usage: support/linux.sh <output-dir>
+# Usage: support/linux.sh <output-dir> [configure]
+#   configure: stop once the tree is extracted, patched and configured.
 # Reads the settings exported by the top-level Makefile from the defconfig:
 #   LINUX_FRAGMENTS  space-separated kernel config fragments
 #   LINUX_PATCH_DIRS BR2_GLOBAL_PATCH_DIR entries (patches in <dir>/linux/*.patch)
@@ -11,6 +12,7 @@
 set -eu
 
 O=$1
+MODE=${2:-build}
 TARBALL=/usr/src/linux-source-6.12.tar.xz
 . "$(dirname "$0")/kmake.sh"
 
@@ -34,26 +36,62 @@ for d in ${LINUX_PATCH_DIRS:-}; do
 done
 
 patch_sum=$( { echo "$version"; for p in $patches; do cat "$p"; done; } | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$LINUX_DIR/.stamp_patched" 2>/dev/null)" != "$patch_sum" ]; then
-	step "extracting $version (patches or version changed)"
-	rm -rf "$LINUX_DIR"
-	mkdir -p "$LINUX_DIR"
-	tar -xJf "$TARBALL" -C "$LINUX_DIR" --strip-components=1
-	if [ -n "${LINUX_EXT_SCRIPT:-}" ]; then
-		step "linux extension: $LINUX_EXT_SCRIPT"
-		"$LINUX_EXT_SCRIPT" "$LINUX_DIR" || die "linux extension failed"
-	fi
+APPLIED=$LINUX_DIR/.applied-patches
+
+apply_patches() {
+	rm -rf "$APPLIED"
+	mkdir -p "$APPLIED"
+	n=0
 	for p in $patches; do
 		step "applying $(basename "$p")"
 		patch -g0 -p1 -E -N -t --no-backup-if-mismatch -d "$LINUX_DIR" -i "$p" >"$LOG" 2>&1 \
 			|| die "patch $p failed (see $LOG)"
+		# Keep what was applied, so a changed series can be swapped in
+		# place (only the touched files get new times) instead of
+		# re-extracting 80k files and rebuilding everything.
+		n=$((n + 1))
+		cp "$p" "$APPLIED/$(printf %03d $n)-$(basename "$p")"
 	done
 	echo "$patch_sum" >"$LINUX_DIR/.stamp_patched"
 	rm -f "$LINUX_DIR/.stamp_configured"
-elif [ -n "${LINUX_EXT_SCRIPT:-}" ]; then
-	# Sources of the extension change often; the script only rewrites
-	# files whose content changed, so kbuild rebuilds only those.
-	"$LINUX_EXT_SCRIPT" "$LINUX_DIR" || die "linux extension failed"
+}
+
+# unapply_patches: reverse the recorded series, newest first; fails if the
+# tree does not take it cleanly.
+unapply_patches() {
+	[ -d "$APPLIED" ] || return 1
+	for p in $(ls -r "$APPLIED"); do
+		patch -R -g0 -p1 -E -t --no-backup-if-mismatch -d "$LINUX_DIR" -i "$APPLIED/$p" >"$LOG" 2>&1 || return 1
+	done
+	rm -rf "$APPLIED"
+}
+
+run_extension() {
+	if [ -n "${LINUX_EXT_SCRIPT:-}" ]; then
+		# The script only rewrites files whose content changed, so
+		# kbuild rebuilds only those.
+		"$LINUX_EXT_SCRIPT" "$LINUX_DIR" >>"$LOG" 2>&1 || die "linux extension failed (see $LOG)"
+	fi
+}
+
+if [ "$(cat "$LINUX_DIR/.stamp_patched" 2>/dev/null)" != "$patch_sum" ]; then
+	old_version=$(cat "$LINUX_DIR/.stamp_version" 2>/dev/null || true)
+	if [ "$old_version" = "$version" ] && unapply_patches; then
+		step "patches changed: swapping the series in place"
+	else
+		step "extracting $version"
+		rm -rf "$LINUX_DIR"
+		mkdir -p "$LINUX_DIR"
+		tar -xJf "$TARBALL" -C "$LINUX_DIR" --strip-components=1
+		echo "$version" >"$LINUX_DIR/.stamp_version"
+	fi
+	step "linux extension${LINUX_EXT_SCRIPT:+: $LINUX_EXT_SCRIPT}"
+	: >"$LOG"
+	run_extension
+	apply_patches
+else
+	: >"$LOG"
+	run_extension
 fi
 
 conf_sum=$( { echo "$patch_sum"; for f in ${LINUX_FRAGMENTS:-}; do cat "$f"; done; } | sha256sum | cut -d' ' -f1)
@@ -68,6 +106,9 @@ if [ "$(cat "$LINUX_DIR/.stamp_configured" 2>/dev/null)" != "$conf_sum" ]; then
 		|| die "a fragment option did not survive olddefconfig (see above)"
 	echo "$conf_sum" >"$LINUX_DIR/.stamp_configured"
 fi
+
+echo "$LINUX_DIR" >"$O/build/linux-dir"
+[ "$MODE" = configure ] && exit 0
 
 step "building bzImage and modules (log: $LOG)"
 start=$(date +%s)
@@ -87,3 +128,10 @@ kmake modules_install INSTALL_MOD_PATH="$O/build/modules" INSTALL_MOD_STRIP=1 DE
 	|| die "modules_install failed (see $LOG)"
 cp "$LINUX_DIR/arch/x86/boot/bzImage" "$O/images/bzImage"
 echo "$LINUX_DIR" >"$O/build/linux-dir"
+# What this build used, for support/check-drift.sh.
+{
+	echo "linux_version=$version"
+	for f in ${LINUX_FRAGMENTS:-}; do echo "linux_fragment=$f"; done
+	for d in ${LINUX_PATCH_DIRS:-}; do echo "global_patch_dir=$d"; done
+	echo "linux_ext=${LINUX_EXT_SCRIPT:+puzzlefs}"
+} >"$O/build/used-settings.linux"

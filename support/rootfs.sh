@@ -52,6 +52,12 @@ for script in ${POST_BUILD_SCRIPTS:-}; do
 		"$script" "$TARGET_DIR" || die "post-build script $script failed"
 done
 
+# What this build used, for support/check-drift.sh.
+{
+	for overlay in ${ROOTFS_OVERLAYS:-}; do echo "rootfs_overlay=$overlay"; done
+	for script in ${POST_BUILD_SCRIPTS:-}; do echo "post_build_script=$script"; done
+} >"$O/build/used-settings.rootfs"
+
 step "cpio image"
 find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc >"$BINARIES_DIR/rootfs.cpio.tmp"
 mv "$BINARIES_DIR/rootfs.cpio.tmp" "$BINARIES_DIR/rootfs.cpio"
