@@ -56,7 +56,7 @@ HOST_DIR := $(O)/host
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check puzzlefs_qemu_defconfig linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static linux-update-defconfig kernel-series clean help check-config
+	test-cargo test-suite test-static linux-update-defconfig kernel-series bench-builder clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -79,6 +79,12 @@ puzzlefs_qemu_defconfig: configs/puzzlefs_qemu_defconfig
 check-config:
 	@test -f $(BR2_CONFIG) || { echo "no configuration: run 'make puzzlefs_qemu_defconfig' first" >&2; exit 1; }
 
+# `make test` and `make run` do all set-up themselves: with no configuration
+# yet they select the appliance's defconfig (and say so).
+ensure-config:
+	@test -f $(BR2_CONFIG) || { echo ">>> no configuration yet: using configs/puzzlefs_qemu_defconfig"; \
+		mkdir -p $(O) && cp configs/puzzlefs_qemu_defconfig $(BR2_CONFIG); }
+
 linux: check-config deps-check
 	@support/linux.sh $(O)
 
@@ -92,11 +98,13 @@ puzzlefs: check-config deps-check
 rootfs: check-config linux puzzlefs
 	@support/rootfs.sh $(O)
 
-run: all
+run: ensure-config
+	@$(MAKE) --no-print-directory all
 	board/qemu/start-qemu.sh $(O)/images
 
 # `make test`: everything, in one go. CASES=<glob> runs a subset of test/cases.
-test: all test-static test-cargo test-suite
+test: ensure-config
+	@$(MAKE) --no-print-directory all test-static test-cargo test-suite
 
 # Host-side checks: the Buildroot description is well-formed and the host
 # build used exactly what it says.
@@ -122,6 +130,11 @@ test-suite: check-config
 	@IMAGES=$(O)/images OUT=$(O)/test CASES='$(CASES)' \
 		KERNEL_RELEASE_FILE=$$(cat $(O)/build/linux-dir)/include/config/kernel.release \
 		expect test/run.exp
+
+# Benchmarks (never part of the tests): time and stored size against
+# mkfs.erofs and mksquashfs, several repetitions in one run.
+bench-builder: check-config deps-check puzzlefs
+	@PUZZLEFS=$(HOST_DIR)/bin/puzzlefs test/bench/bench-builder.sh
 
 kernel-series: check-config
 	@package/puzzlefs/kernel/export-series.sh $(O)/series
