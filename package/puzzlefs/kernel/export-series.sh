@@ -1,0 +1,201 @@
+#!/bin/sh
+# export-series.sh [--build <config>] <out-dir>: writes the PuzzleFS kernel
+# series as `git format-patch` files into <out-dir>.
+#
+#  1. A git repository holding the pristine kernel (extracted from
+#     /usr/src/linux-source-6.12.tar.xz) is created once and kept in the work
+#     directory (default <out-dir>/../build/kernel-series; KERNEL_SERIES_WORK).
+#  2. For each stanza of `series`: the listed src/ paths and crates are put in
+#     with prepare-tree.sh, the listed glue patches applied, and the result
+#     committed with the stanza's subject and body and a Signed-off-by.
+#  3. `git format-patch` writes <out-dir>/NNNN-*.patch.
+#  4. The patches are applied with `git am` onto a fresh branch at the
+#     pristine commit; the result must equal the series branch.
+#  5. scripts/checkpatch.pl runs over each patch; the report is written to
+#     <out-dir>/checkpatch.txt and summarised (warnings do not fail the export).
+#     --allow-missing: src/ files or glue patches that no stanza lists are
+#     only reported (they are an error otherwise).
+#  6. With --build <config>: every commit is built in turn (bzImage and
+#     modules, incrementally, O=<work>/obj) with that .config, so that each
+#     commit is known to build on its own.
+#
+# The identity (Signed-off-by, author) is this repository's git user.name and
+# user.email; the date is that of this repository's HEAD, so the same
+# repository state exports the same patches.
+set -eu
+
+usage() { echo "usage: $0 [--build <kernel-config>] [--allow-missing] <out-dir>" >&2; exit 2; }
+BUILD_CONFIG=
+ALLOW_MISSING=
+while [ $# -gt 0 ]; do
+	case $1 in
+	--build) [ $# -ge 2 ] || usage; BUILD_CONFIG=$(realpath "$2"); shift 2 ;;
+	--allow-missing) ALLOW_MISSING=1; shift ;;
+	-*) usage ;;
+	*) break ;;
+	esac
+done
+[ $# -eq 1 ] || usage
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../../.." && pwd)
+SERIES=$HERE/series
+PATCH_DIR=$ROOT/board/qemu/patches/linux
+TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+mkdir -p "$1"
+OUT=$(cd "$1" && pwd)
+WORK=${KERNEL_SERIES_WORK:-$(dirname "$OUT")/build/kernel-series}
+TREE=$WORK/linux
+LOG=$WORK/export.log
+
+step() { printf '>>> kernel-series %s\n' "$*" >&2; }
+die() { printf 'export-series: %s\n' "$*" >&2; exit 1; }
+# git in the scratch tree, with this repository's identity and HEAD's date.
+NAME=$(git -C "$ROOT" config user.name || echo "PuzzleFS developers")
+EMAIL=$(git -C "$ROOT" config user.email || echo "puzzlefs@localhost")
+DATE=$(git -C "$ROOT" log -1 --format=%cI 2>/dev/null || date -u +%FT%TZ)
+g() {
+	GIT_AUTHOR_NAME=$NAME GIT_AUTHOR_EMAIL=$EMAIL GIT_AUTHOR_DATE=$DATE \
+	GIT_COMMITTER_NAME=$NAME GIT_COMMITTER_EMAIL=$EMAIL GIT_COMMITTER_DATE=$DATE \
+		git -C "$TREE" -c core.autocrlf=false -c gc.auto=0 -c advice.detachedHead=false "$@"
+}
+
+[ -r "$TARBALL" ] || die "$TARBALL missing (run: make deps)"
+[ -r "$SERIES" ] || die "$SERIES missing"
+mkdir -p "$WORK"
+: >"$LOG"
+
+# --- 1. the pristine repository (cached) -----------------------------------
+tar_id=$(stat -c '%s %Y' "$TARBALL")
+if [ "$(cat "$WORK/.stamp_pristine" 2>/dev/null)" != "$tar_id" ] \
+	|| ! g rev-parse -q --verify refs/tags/pristine >/dev/null 2>&1; then
+	step "creating the pristine repository in $TREE (once; takes a few minutes)"
+	rm -rf "$TREE" "$WORK/.stamp_pristine"
+	mkdir -p "$TREE"
+	tar -xJf "$TARBALL" -C "$TREE" --strip-components=1
+	version=$(make -s -C "$TREE" kernelversion 2>/dev/null || echo 6.12)
+	g init -q -b pristine-base
+	# Every file of the tarball, even those the kernel's .gitignore names.
+	g add -A -f .
+	g commit -q -m "Linux $version (from $(basename "$TARBALL"))"
+	g tag pristine
+	echo "$tar_id" >"$WORK/.stamp_pristine"
+fi
+g checkout -q -f -B series pristine
+g clean -q -f -d -x
+
+# --- 2. one commit per stanza ----------------------------------------------
+# parse_series: writes $WORK/stanzas/NNN.{subject,files,crates,patches,body}
+rm -rf "$WORK/stanzas"
+mkdir -p "$WORK/stanzas"
+awk -v dir="$WORK/stanzas" '
+	function out(ext) { return sprintf("%s/%03d.%s", dir, n, ext) }
+	/^== / { n++; state = "keys"; sub(/^== /, ""); print > out("subject");
+		 printf "" > out("files"); printf "" > out("crates"); printf "" > out("patches");
+		 printf "" > out("body"); next }
+	n == 0 { next }
+	state == "keys" && /^$/ { state = "body"; next }
+	state == "keys" {
+		key = $1; sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
+		if (key != "files" && key != "crates" && key != "patches") {
+			printf "series: unknown key \"%s\" in stanza %d\n", key, n > "/dev/stderr"; exit 1 }
+		if ($0 != "") print > out(key); next }
+	{ print > out("body") }
+' "$SERIES" || die "cannot parse $SERIES"
+ls "$WORK/stanzas"/*.subject >/dev/null 2>&1 || die "$SERIES has no stanza"
+
+# Every src/ file and every glue patch must be in exactly one commit.
+check_coverage() {
+	(cd "$HERE/src" 2>/dev/null && find . -type f | sed 's,^\./,,') | sort >"$WORK/src.all"
+	: >"$WORK/src.listed"
+	for f in $(cat "$WORK/stanzas"/*.files); do
+		[ -e "$HERE/src/$f" ] || die "series lists src/$f, which does not exist"
+		(cd "$HERE/src" && find "$f" -type f) >>"$WORK/src.listed"
+	done
+	sort "$WORK/src.listed" | uniq -d | sed 's,^,  in two commits: src/,' >"$WORK/coverage"
+	sort -u "$WORK/src.listed" | comm -23 "$WORK/src.all" - | sed 's,^,  in no commit: src/,' >>"$WORK/coverage"
+	(cd "$PATCH_DIR" 2>/dev/null && ls -- *.patch 2>/dev/null) | sort >"$WORK/patches.all" || true
+	cat "$WORK/stanzas"/*.patches | tr ' ' '\n' | sed '/^$/d' >"$WORK/patches.listed"
+	sort "$WORK/patches.listed" | uniq -d | sed 's,^,  in two commits: ,' >>"$WORK/coverage"
+	sort -u "$WORK/patches.listed" | comm -23 "$WORK/patches.all" - | sed 's,^,  in no commit: ,' >>"$WORK/coverage"
+	[ -s "$WORK/coverage" ] || return 0
+	cat "$WORK/coverage" >&2
+	if [ -n "$ALLOW_MISSING" ] && ! grep -q 'in two commits' "$WORK/coverage"; then
+		step "warning: exporting a partial series (--allow-missing)"
+	else
+		die "series and src/ or $PATCH_DIR disagree (see above)"
+	fi
+}
+check_coverage
+
+export PUZZLEFS_KERNEL_CACHE=${PUZZLEFS_KERNEL_CACHE:-$WORK/crates}
+for s in "$WORK/stanzas"/*.subject; do
+	base=${s%.subject}
+	subject=$(cat "$s")
+	step "commit: $subject"
+	files=$(cat "$base.files")
+	# shellcheck disable=SC2086 # a list of paths
+	[ -z "$files" ] || "$HERE/prepare-tree.sh" "$TREE" $files
+	case $(cat "$base.crates") in
+	"") ;;
+	yes) "$HERE/prepare-tree.sh" "$TREE" crates ;;
+	*) die "crates: must be \"yes\" (stanza \"$subject\")" ;;
+	esac
+	for p in $(cat "$base.patches"); do
+		[ -r "$PATCH_DIR/$p" ] || die "glue patch $p not found in $PATCH_DIR"
+		patch -g0 -p1 -E -N -t --no-backup-if-mismatch -d "$TREE" -i "$PATCH_DIR/$p" >>"$LOG" 2>&1 \
+			|| die "$p does not apply (see $LOG)"
+	done
+	# -f: Debian's linux-source .gitignore ignores everything at the top
+	# level; the tree holds nothing but the pristine files and ours.
+	g add -A -f .
+	g diff --cached --quiet && die "commit \"$subject\" changes nothing"
+	{ echo "$subject"; echo; cat "$base.body"; } >"$WORK/msg"
+	g commit -q -s --cleanup=whitespace -F "$WORK/msg"
+done
+
+# --- 3. format-patch -------------------------------------------------------
+rm -f "$OUT"/*.patch
+g format-patch -q --zero-commit --no-signature -o "$OUT" pristine..series >/dev/null
+count=$(ls "$OUT"/*.patch | wc -l)
+step "wrote $count patches to $OUT"
+
+# --- 4. git am onto the pristine commit ------------------------------------
+g checkout -q -f -B am-check pristine
+g am -q --whitespace=nowarn "$OUT"/*.patch >>"$LOG" 2>&1 || { g am --abort || true; die "git am failed (see $LOG)"; }
+g diff --quiet series am-check || die "the tree after git am differs from the series branch"
+step "git am onto the pristine tree: OK, same tree as the series branch"
+
+# --- 5. checkpatch ---------------------------------------------------------
+: >"$OUT/checkpatch.txt"
+total_e=0 total_w=0
+for p in "$OUT"/*.patch; do
+	res=$(cd "$TREE" && ./scripts/checkpatch.pl --no-color --show-types "$p" 2>&1 || true)
+	printf '%s\n%s\n\n' "==== $(basename "$p")" "$res" >>"$OUT/checkpatch.txt"
+	sum=$(printf '%s\n' "$res" | sed -n 's/^total: \([0-9]*\) errors, \([0-9]*\) warnings.*/\1 \2/p')
+	e=${sum% *} w=${sum#* }
+	total_e=$((total_e + ${e:-0})) total_w=$((total_w + ${w:-0}))
+	printf '    %-70s %s errors, %s warnings\n' "$(basename "$p")" "${e:-?}" "${w:-?}" >&2
+done
+step "checkpatch: $total_e errors, $total_w warnings (details: $OUT/checkpatch.txt)"
+
+# --- 6. optional: build every commit ---------------------------------------
+if [ -n "$BUILD_CONFIG" ]; then
+	. "$ROOT/support/kmake.sh"
+	LINUX_DIR=$TREE
+	mkdir -p "$WORK/obj"
+	for c in $(g rev-list --reverse pristine..series); do
+		step "building $(g log -1 --format=%s "$c")"
+		g checkout -q -f "$c"
+		cp "$BUILD_CONFIG" "$WORK/obj/.config"
+		kmake O="$WORK/obj" olddefconfig >>"$LOG" 2>&1 || die "olddefconfig failed (see $LOG)"
+		kmake O="$WORK/obj" -j"$(nproc)" bzImage modules >>"$LOG" 2>&1 \
+			|| die "commit $(g log -1 --format='%h %s' "$c") does not build (see $LOG)"
+		n=$(grep -ciE 'warning|error' "$LOG" || true)
+		[ "$n" -eq 0 ] || { grep -iE 'warning|error' "$LOG" | head -20 | sed 's/^/    /' >&2
+			step "  $n warning/error lines (full log: $LOG.$c)"; cp "$LOG" "$LOG.$c"; }
+		: >"$LOG"
+	done
+	g checkout -q -f series
+	step "every commit builds"
+fi
