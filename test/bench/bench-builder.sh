@@ -60,7 +60,7 @@ bytes=$(find "$src" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 
 echo "tree: $src ($files files, $bytes bytes), $reps repetitions, $(nproc) CPUs"
 find "$src" -type f -exec cat {} + >/dev/null   # warm the page cache
 
-tools="puzzlefs puzzlefs-zstd erofs squashfs-zstd"
+tools="puzzlefs puzzlefs-zstd erofs erofs-lz4hc squashfs-zstd"
 for tool in $tools; do
 	: >"$work/$tool.times"
 	r=0
@@ -68,7 +68,8 @@ for tool in $tools; do
 		case $tool in
 		puzzlefs)      o=$work/oci-plain; run $tool "$o" "$PUZZLEFS" -q build "$src" "$o" bench ;;
 		puzzlefs-zstd) o=$work/oci-zstd;  run $tool "$o" "$PUZZLEFS" -q build -c "$src" "$o" bench ;;
-		erofs)         o=$work/img.erofs; run $tool "$o" mkfs.erofs -q "$o" "$src" ;;
+		erofs)         o=$work/img.erofs; run $tool "$o" mkfs.erofs --quiet "$o" "$src" ;;
+		erofs-lz4hc)   o=$work/img-lz4hc.erofs; run $tool "$o" mkfs.erofs --quiet -zlz4hc "$o" "$src" ;;
 		squashfs-zstd) o=$work/img.sqfs;  run $tool "$o" mksquashfs "$src" "$o" -comp zstd -noappend -quiet -no-progress ;;
 		esac >>"$work/$tool.times"
 		r=$((r + 1))

@@ -40,7 +40,8 @@ pub const MIN_CHUNK: u32 = 16 * 1024;
 pub const AVG_CHUNK: u32 = 64 * 1024;
 /// FastCDC maximum chunk size.
 pub const MAX_CHUNK: u32 = 256 * 1024;
-/// zstd level for `--compression`.
+/// Default zstd level for `--compression` (the other implementation's, so
+/// that the same tree gives the same compressed chunks).
 pub const ZSTD_LEVEL: i32 = 3;
 
 /// Options of a build.
@@ -50,6 +51,8 @@ pub struct BuildOptions {
     pub base: Option<String>,
     /// zstd-compress chunks (kept raw when that is not smaller).
     pub compression: bool,
+    /// zstd level (1..=22) when compressing.
+    pub zstd_level: i32,
     /// Worker threads for hashing and compression (0: one per CPU).
     pub threads: usize,
     /// Progress reporter.
@@ -61,6 +64,7 @@ impl Default for BuildOptions {
         BuildOptions {
             base: None,
             compression: false,
+            zstd_level: ZSTD_LEVEL,
             threads: 0,
             progress: Progress::hidden(),
         }
@@ -162,7 +166,8 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     } else {
         opts.threads
     };
-    let chunks = chunk_and_store(&oci, &files, opts.compression, threads, progress)?;
+    let level = opts.compression.then_some(opts.zstd_level);
+    let chunks = chunk_and_store(&oci, &files, level, threads, progress)?;
     progress.finish();
 
     let mut stats = BuildStats {
@@ -545,7 +550,7 @@ impl Read for FileStream<'_> {
 fn chunk_and_store(
     oci: &OciDir,
     files: &[(PathBuf, u64)],
-    compression: bool,
+    compression: Option<i32>,
     threads: usize,
     progress: &Progress,
 ) -> Result<Vec<ChunkInfo>> {
@@ -628,9 +633,9 @@ fn chunk_and_store(
         .collect()
 }
 
-fn store_chunk(oci: &OciDir, data: &[u8], compression: bool) -> Result<ChunkInfo> {
-    let compressed = if compression {
-        let z = zstd::stream::encode_all(data, ZSTD_LEVEL).context("zstd")?;
+fn store_chunk(oci: &OciDir, data: &[u8], compression: Option<i32>) -> Result<ChunkInfo> {
+    let compressed = if let Some(level) = compression {
+        let z = zstd::stream::encode_all(data, level).context("zstd")?;
         (z.len() < data.len()).then_some(z)
     } else {
         None

@@ -39,6 +39,10 @@ enum Cmd {
         /// zstd-compress the chunks.
         #[arg(short, long)]
         compression: bool,
+        /// zstd level with --compression (1-22; 3 matches the other implementation).
+        #[arg(short = 'l', long, default_value_t = puzzlefs::build::ZSTD_LEVEL,
+              value_parser = clap::value_parser!(i32).range(1..=22))]
+        level: i32,
         /// Worker threads (default: one per CPU).
         #[arg(short, long, default_value_t = 0)]
         jobs: usize,
@@ -84,11 +88,13 @@ fn run(cli: Cli) -> Result<()> {
             tag,
             base_layer,
             compression,
+            level,
             jobs,
         } => {
             let opts = BuildOptions {
                 base: base_layer,
                 compression,
+                zstd_level: level,
                 threads: jobs,
                 progress: progress.clone(),
             };
