@@ -50,7 +50,11 @@ impl ChunkCache {
     fn get(&mut self, digest: &Digest) -> Option<Arc<KVVec<u8>>> {
         self.clock = self.clock.wrapping_add(1);
         let clock = self.clock;
-        let slot = self.slots.iter_mut().flatten().find(|s| s.digest == *digest)?;
+        let slot = self
+            .slots
+            .iter_mut()
+            .flatten()
+            .find(|s| s.digest == *digest)?;
         slot.used = clock;
         Some(slot.data.clone())
     }
@@ -104,7 +108,11 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
     let data = Decompressor::new()?
         .decompress(&src, MAX_CHUNK)
         .map_err(|_| {
-            pr_err!("inode {}: chunk blob {} is not a valid zstd frame\n", ino, hex);
+            pr_err!(
+                "inode {}: chunk blob {} is not a valid zstd frame\n",
+                ino,
+                hex
+            );
             EIO
         })?;
     let data = Arc::new(data, GFP_KERNEL)?;

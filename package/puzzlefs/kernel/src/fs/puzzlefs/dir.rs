@@ -19,6 +19,9 @@ use kernel::prelude::*;
 use kernel::types::ARef;
 use puzzlefs_format::{find_inode_in, Error as FormatError, InodeKind};
 
+/// Longest name an entry can have.
+const NAME_MAX: usize = 255;
+
 fn entry_type(kind: InodeKind) -> DirEntryType {
     match kind {
         InodeKind::Dir => DirEntryType::Dir,
@@ -37,6 +40,9 @@ pub(crate) fn lookup(
     parent: &INode<PuzzleFs>,
     name: &[u8],
 ) -> Result<Option<ARef<INode<PuzzleFs>>>> {
+    if name.len() > NAME_MAX {
+        return Err(ENAMETOOLONG);
+    }
     let sb = parent.super_block();
     let dir_ino = parent.ino();
     let ino = sb.data().with_layers(|blobs| {

@@ -38,8 +38,7 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
             let target = inode
                 .symlink_target()?
                 .ok_or(corrupt("symlink without target"))?;
-            if target.is_empty() || target.len() >= kernel::page::PAGE_SIZE || target.contains(&0)
-            {
+            if target.is_empty() || target.len() >= kernel::page::PAGE_SIZE || target.contains(&0) {
                 return Err(corrupt("symlink target empty, too long or with a NUL"));
             }
             (Type::Lnk, target.len() as u64)
@@ -71,13 +70,13 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
 ///
 /// A whiteout or missing inode is `ENOENT`; damaged metadata `EUCLEAN`.
 pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<ARef<INode<PuzzleFs>>> {
-    let params = sb.data().with_layers(|blobs| {
-        match puzzlefs_format::find_inode_in(blobs, ino) {
-            Ok(inode) => params(&inode).inode(ino),
-            Err(FormatError::Whiteout(_) | FormatError::InodeNotFound(_)) => Err(ENOENT),
-            Err(e) => Err(inode_error(ino, e)),
-        }
-    })?;
+    let params =
+        sb.data()
+            .with_layers(|blobs| match puzzlefs_format::find_inode_in(blobs, ino) {
+                Ok(inode) => params(&inode).inode(ino),
+                Err(FormatError::Whiteout(_) | FormatError::InodeNotFound(_)) => Err(ENOENT),
+                Err(e) => Err(inode_error(ino, e)),
+            })?;
     match sb.get_or_create_inode(ino)? {
         Lookup::Cached(inode) => Ok(inode),
         Lookup::New(new) => new.init(params).map_err(|e| {

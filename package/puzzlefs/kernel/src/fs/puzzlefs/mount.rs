@@ -108,7 +108,11 @@ pub(crate) fn parse_param(
         return Err(ENOPARAM);
     }
     let Param::String(value) = value else {
-        return Err(error(fc, EINVAL, format_args!("option {} needs a value", key)));
+        return Err(error(
+            fc,
+            EINVAL,
+            format_args!("option {} needs a value", key),
+        ));
     };
     if name == b"oci_root_dir" {
         if value.is_empty() {
@@ -152,7 +156,10 @@ fn read_verified_blob(
         error(
             fc,
             e,
-            format_args!("cannot read {} blob {} (limit {} bytes): {:?}", what, hex, max, e),
+            format_args!(
+                "cannot read {} blob {} (limit {} bytes): {:?}",
+                what, hex, max, e
+            ),
         )
     })?;
     let actual = sha256::digest(&bytes)?;
@@ -173,7 +180,11 @@ pub(crate) fn fill_super(
     sb: &mut SuperBlock<PuzzleFs, New>,
 ) -> Result<Info> {
     let Some(dir) = opts.oci_root_dir.take() else {
-        return Err(error(fc, EINVAL, format_args!("missing option oci_root_dir=<dir>")));
+        return Err(error(
+            fc,
+            EINVAL,
+            format_args!("missing option oci_root_dir=<dir>"),
+        ));
     };
     let Some(manifest_digest) = opts.image_manifest.take() else {
         return Err(error(
@@ -184,8 +195,13 @@ pub(crate) fn fill_super(
     };
     sb.set_magic(PUZZLEFS_MAGIC);
 
-    let mount = PrivateMount::new(&dir)
-        .map_err(|e| error(fc, e, format_args!("cannot use oci_root_dir {}: {:?}", &*dir, e)))?;
+    let mount = PrivateMount::new(&dir).map_err(|e| {
+        error(
+            fc,
+            e,
+            format_args!("cannot use oci_root_dir {}: {:?}", &*dir, e),
+        )
+    })?;
     let manifest_bytes = read_verified_blob(
         fc,
         &mount,
@@ -199,7 +215,10 @@ pub(crate) fn fill_super(
         puzzlefs_format::Error::BadVersion(v) => error(
             fc,
             EINVAL,
-            format_args!("manifest {}: unsupported version {} (this driver reads 1)", hex, v),
+            format_args!(
+                "manifest {}: unsupported version {} (this driver reads 1)",
+                hex, v
+            ),
         ),
         e => error(fc, EUCLEAN, format_args!("manifest {}: {}", hex, e)),
     })?;
@@ -211,7 +230,10 @@ pub(crate) fn fill_super(
         return Err(error(
             fc,
             EUCLEAN,
-            format_args!("manifest {}: {} metadata layers (1 to {} accepted)", hex, count, MAX_LAYERS),
+            format_args!(
+                "manifest {}: {} metadata layers (1 to {} accepted)",
+                hex, count, MAX_LAYERS
+            ),
         ));
     }
 
@@ -226,7 +248,11 @@ pub(crate) fn fill_super(
             return Err(error(
                 fc,
                 EUCLEAN,
-                format_args!("manifest {}: metadata blob {} is compressed or at an offset", hex, HexDigest(&blob.digest)),
+                format_args!(
+                    "manifest {}: metadata blob {} is compressed or at an offset",
+                    hex,
+                    HexDigest(&blob.digest)
+                ),
             ));
         }
         let bytes = read_verified_blob(
@@ -275,7 +301,11 @@ pub(crate) fn fill_super(
             EUCLEAN,
             format_args!("image {}: root inode is a {:?}, not a directory", hex, kind),
         )),
-        Err(e) => Err(error(fc, EUCLEAN, format_args!("image {}: root inode: {}", hex, e))),
+        Err(e) => Err(error(
+            fc,
+            EUCLEAN,
+            format_args!("image {}: root inode: {}", hex, e),
+        )),
     }
 }
 
@@ -285,9 +315,7 @@ pub(crate) fn statfs(info: &Info) -> Stat {
         magic: PUZZLEFS_MAGIC,
         namelen: 255,
         bsize: kernel::page::PAGE_SIZE as i64,
-        blocks: info
-            .metadata_bytes
-            .div_ceil(kernel::page::PAGE_SIZE as u64),
+        blocks: info.metadata_bytes.div_ceil(kernel::page::PAGE_SIZE as u64),
         files: info.max_ino,
     }
 }

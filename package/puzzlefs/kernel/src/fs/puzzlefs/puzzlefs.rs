@@ -19,6 +19,7 @@
 
 #![forbid(unsafe_code)]
 
+use kernel::c_str;
 use kernel::fs::{
     context::{FsContext, Param},
     dir::DirEmitter,
@@ -31,7 +32,6 @@ use kernel::fs::{
 };
 use kernel::prelude::*;
 use kernel::types::ARef;
-use kernel::c_str;
 
 mod data;
 mod decompress;

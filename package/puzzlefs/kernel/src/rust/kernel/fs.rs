@@ -15,10 +15,10 @@
 //! [`include/linux/fs_context.h`](srctree/include/linux/fs_context.h)
 
 use crate::error::{from_result, to_result};
+use crate::ffi;
 use crate::prelude::*;
 use crate::types::{ARef, ForeignOwnable, Opaque};
 use crate::{bindings, ThisModule};
-use crate::ffi;
 use core::{marker::PhantomData, ptr};
 use macros::vtable;
 

@@ -42,7 +42,8 @@ impl Decompressor {
         // SAFETY: All-zero is a valid frame header value.
         let mut header: bindings::zstd_frame_header = unsafe { core::mem::zeroed() };
         // SAFETY: `src` is valid for its length; `header` is written.
-        let r = unsafe { bindings::zstd_get_frame_header(&mut header, src.as_ptr().cast(), src.len()) };
+        let r =
+            unsafe { bindings::zstd_get_frame_header(&mut header, src.as_ptr().cast(), src.len()) };
         if r != 0 {
             return Err(EINVAL);
         }

@@ -67,7 +67,8 @@ impl DirEmitter<'_> {
             return false;
         };
         // SAFETY: `ctx` is valid by the type invariant; `name` is valid for `len` bytes.
-        let ok = unsafe { bindings::dir_emit(self.ctx, name.as_ptr().cast(), len, ino, etype as _) };
+        let ok =
+            unsafe { bindings::dir_emit(self.ctx, name.as_ptr().cast(), len, ino, etype as _) };
         if ok {
             self.skip();
         }

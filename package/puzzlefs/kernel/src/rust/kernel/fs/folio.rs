@@ -6,8 +6,8 @@
 
 use super::{inode::INode, FileSystem};
 use crate::bindings;
-use crate::prelude::*;
 use crate::ffi;
+use crate::prelude::*;
 use core::marker::PhantomData;
 
 /// A locked folio of the page cache that is being filled.

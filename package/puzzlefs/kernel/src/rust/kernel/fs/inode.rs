@@ -11,9 +11,9 @@
 
 use super::{dir, folio, sb::SuperBlock, xattr, FileSystem};
 use crate::bindings;
+use crate::ffi;
 use crate::prelude::*;
 use crate::types::{ARef, AlwaysRefCounted, Opaque};
-use crate::ffi;
 use core::{marker::PhantomData, ptr, ptr::NonNull};
 
 /// An inode of file system `T`.

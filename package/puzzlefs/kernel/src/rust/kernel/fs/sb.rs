@@ -31,10 +31,7 @@ pub struct Ready;
 /// block is killed. In state [`New`], the super block is exclusively owned by the caller of
 /// `fill_super`.
 #[repr(transparent)]
-pub struct SuperBlock<T: FileSystem, S = Ready>(
-    Opaque<bindings::super_block>,
-    PhantomData<(T, S)>,
-);
+pub struct SuperBlock<T: FileSystem, S = Ready>(Opaque<bindings::super_block>, PhantomData<(T, S)>);
 
 /// What `statfs` reports.
 #[derive(Clone, Copy, Default)]

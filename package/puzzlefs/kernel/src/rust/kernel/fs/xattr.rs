@@ -11,8 +11,8 @@ use super::{inode::INode, FileSystem};
 use crate::bindings;
 use crate::c_str;
 use crate::error::from_result;
-use crate::prelude::*;
 use crate::ffi;
+use crate::prelude::*;
 use core::{marker::PhantomData, ptr};
 
 /// Longest attribute name (`XATTR_NAME_MAX`).
@@ -42,7 +42,10 @@ impl XattrList<'_> {
         if name.is_empty() || name.len() > NAME_MAX || name.contains(&0) {
             return Err(EINVAL);
         }
-        if !PREFIXES.iter().any(|p| name.starts_with(p) && name.len() > p.len()) {
+        if !PREFIXES
+            .iter()
+            .any(|p| name.starts_with(p) && name.len() > p.len())
+        {
             return Ok(());
         }
         if name.starts_with(b"trusted.") && !self.trusted {
@@ -81,7 +84,11 @@ pub(crate) unsafe extern "C" fn listxattr<T: FileSystem>(
         let inode = unsafe { INode::<T>::from_raw((*dentry).d_inode) };
         // INVARIANT: `buf` is null or valid for `size` bytes.
         let mut list = XattrList {
-            buf: if size == 0 { ptr::null_mut() } else { buf.cast() },
+            buf: if size == 0 {
+                ptr::null_mut()
+            } else {
+                buf.cast()
+            },
             size,
             used: 0,
             // SAFETY: No requirements.
