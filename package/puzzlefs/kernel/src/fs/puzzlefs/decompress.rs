@@ -18,7 +18,7 @@ use puzzlefs_format::{Digest, HexDigest};
 /// Largest compressed chunk blob accepted.
 const MAX_COMPRESSED: usize = 16 << 20;
 /// Largest decompressed chunk accepted.
-const MAX_CHUNK: usize = 16 << 20;
+const MAX_CHUNK: usize = 4 << 20;
 /// Number of cached chunks.
 const SLOTS: usize = 32;
 /// Bytes of decompressed chunks kept per mount.

@@ -13,7 +13,7 @@ use crate::prelude::*;
 ///
 /// `dctx` is a decompression context initialised in `workspace`, which it borrows.
 pub struct Decompressor {
-    workspace: KVVec<u8>,
+    _workspace: KVVec<u8>,
     dctx: *mut bindings::zstd_dctx,
 }
 
@@ -34,7 +34,10 @@ impl Decompressor {
             return Err(ENOMEM);
         }
         // INVARIANT: `dctx` lives in `workspace`, whose heap buffer does not move.
-        Ok(Self { workspace, dctx })
+        Ok(Self {
+            _workspace: workspace,
+            dctx,
+        })
     }
 
     /// The decompressed size recorded in the header of the frame that starts `src`, if any.
@@ -55,36 +58,54 @@ impl Decompressor {
 
     /// Decompresses the single frame `src` into a new buffer of at most `max` bytes.
     ///
-    /// A frame that does not record its size, or records more than `max`, or decompresses to
-    /// another size than it records, is [`EINVAL`].
+    /// When the frame header does not record the decompressed size, the frame is first
+    /// decompressed into a scratch buffer of `max` bytes, then copied into one of the exact
+    /// size. A frame that decompresses to more than `max` bytes, or to another size than its
+    /// header records, is [`EINVAL`].
     pub fn decompress(&mut self, src: &[u8], max: usize) -> Result<KVVec<u8>> {
-        let size: usize = Self::content_size(src)?
-            .ok_or(EINVAL)?
-            .try_into()
-            .map_err(|_| EINVAL)?;
-        if size > max {
-            return Err(EINVAL);
+        match Self::content_size(src)? {
+            Some(size) => {
+                let size = usize::try_from(size).map_err(|_| EINVAL)?;
+                if size > max {
+                    return Err(EINVAL);
+                }
+                let out = self.decompress_into_new(src, size)?;
+                if out.len() != size {
+                    return Err(EINVAL);
+                }
+                Ok(out)
+            }
+            None => {
+                let scratch = self.decompress_into_new(src, max)?;
+                let mut out = KVVec::with_capacity(scratch.len(), GFP_KERNEL)?;
+                out.extend_from_slice(&scratch, GFP_KERNEL)?;
+                Ok(out)
+            }
         }
-        let mut out = KVVec::with_capacity(size, GFP_KERNEL)?;
+    }
+
+    /// Decompresses `src` into a new buffer of capacity `cap`; returns it with the
+    /// decompressed length.
+    fn decompress_into_new(&mut self, src: &[u8], cap: usize) -> Result<KVVec<u8>> {
+        let mut out = KVVec::with_capacity(cap, GFP_KERNEL)?;
         let dst = out.spare_capacity_mut();
         // SAFETY: `dctx` is valid by the type invariant and `workspace` is alive; `src` is valid
-        // for its length and `dst` for writes of `size` bytes.
+        // for its length and `dst` for writes of at least `cap` bytes.
         let n = unsafe {
             bindings::zstd_decompress_dctx(
                 self.dctx,
                 dst.as_mut_ptr().cast(),
-                size,
+                cap,
                 src.as_ptr().cast(),
                 src.len(),
             )
         };
         // SAFETY: No requirements.
-        if unsafe { bindings::zstd_is_error(n) } != 0 || n != size {
+        if unsafe { bindings::zstd_is_error(n) } != 0 || n > cap {
             return Err(EINVAL);
         }
-        // SAFETY: zstd wrote `n == size` bytes.
+        // SAFETY: zstd wrote the first `n <= cap` bytes.
         unsafe { out.set_len(n) };
-        let _ = &self.workspace;
         Ok(out)
     }
 }

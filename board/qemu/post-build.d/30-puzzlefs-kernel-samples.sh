@@ -1,0 +1,87 @@
+#!/bin/sh
+# Sample images for the kernel driver's cases (test/cases/3N-puzzlefs-*.exp):
+#   /root/pzk/fixture/oci        copy of the upstream-v1 fixture OCI directory
+#   /root/pzk/fixture/src{,-delta}  its source trees (from src.tar)
+#   /root/pzk/plain/oci          image of /root/pzk/plain/src built by this repo's
+#                                builder (tag plain), with a static busybox in it
+#   /root/pzk/<name>.digest      manifest digest of each image/tag
+#   /usr/libexec/pzk/listing     prints a tree listing to compare trees in the guest
+# Usage: 30-puzzlefs-kernel-samples.sh <TARGET_DIR>; HOST_DIR/bin/puzzlefs is the builder.
+set -eu
+TARGET_DIR=$1
+FIXTURE=${PUZZLEFS_FIXTURE:-/work/shared/fixtures/upstream-v1}
+PUZZLEFS=${HOST_DIR:?}/bin/puzzlefs
+D=$TARGET_DIR/root/pzk
+die() { echo "pzk samples: $*" >&2; exit 1; }
+
+rm -rf "$D"
+mkdir -p "$D/fixture" "$D/plain" "$TARGET_DIR/usr/libexec/pzk"
+
+# digest_of <oci dir> <tag>: the manifest digest of <tag> in index.json.
+digest_of() {
+	sed 's/},{/}\n{/g' "$1/index.json" | grep "\"org.opencontainers.image.ref.name\":\"$2\"" \
+		| grep -o '"digest":"sha256:[0-9a-f]*"' | head -n1 | sed 's/.*sha256:\([0-9a-f]*\)"/\1/'
+}
+
+if [ -d "$FIXTURE/oci" ]; then
+	cp -a "$FIXTURE/oci" "$D/fixture/oci"
+	tar -xf "$FIXTURE/src.tar" -C "$D/fixture" --numeric-owner
+	for tag in plain zstd delta; do
+		digest_of "$D/fixture/oci" "$tag" >"$D/fixture-$tag.digest"
+		[ -s "$D/fixture-$tag.digest" ] || die "no tag $tag in the fixture"
+	done
+fi
+
+# A plain tree: every kind the format holds, owners, modes, a static
+# busybox to execute, a file spanning many chunks, an empty file.
+S=$D/plain/src
+mkdir -p "$S/bin" "$S/dir/sub" "$S/sticky"
+cp /bin/busybox "$S/bin/busybox"
+chmod 0755 "$S/bin/busybox"
+printf 'hello from puzzlefs\n' >"$S/hello.txt"
+: >"$S/empty"
+head -c 1000000 /dev/urandom >"$S/dir/random.bin"
+seq 1 200000 >"$S/dir/sub/numbers.txt"
+ln "$S/dir/random.bin" "$S/hardlink.bin"
+ln -s hello.txt "$S/link-rel"
+ln -s /etc/passwd "$S/link-abs"
+ln -s does/not/exist "$S/link-dangling"
+mkfifo "$S/fifo"
+mknod "$S/null" c 1 3
+mknod "$S/loop0" b 7 0
+printf '#!/bin/sh\necho script-ran\n' >"$S/bin/script.sh"
+chmod 0755 "$S/bin/script.sh"
+chmod 4755 "$S/bin/busybox"
+chmod 1777 "$S/sticky"
+printf 'owned\n' >"$S/owned"
+chown 1234:5678 "$S/owned"
+chmod 0640 "$S/owned"
+printf 'x\n' >"$S/name with space"
+printf 'y\n' >"$S/$(printf 'caf\303\251')"
+setfattr -n user.comment -v hello "$S/hello.txt" 2>/dev/null || true
+"$PUZZLEFS" -q build "$S" "$D/plain/oci" plain >/dev/null || die "puzzlefs build failed"
+"$PUZZLEFS" -q build -c "$S" "$D/plain/oci" zstd >/dev/null || die "puzzlefs build -c failed"
+for tag in plain zstd; do
+	digest_of "$D/plain/oci" "$tag" >"$D/plain-$tag.digest"
+	[ -s "$D/plain-$tag.digest" ] || die "no tag $tag in $D/plain/oci"
+done
+
+cat >"$TARGET_DIR/usr/libexec/pzk/listing" <<'LISTING'
+#!/bin/sh
+# listing <dir>: one line per entry: path|kind|mode|uid|gid|size|content
+# (sha256 of files, target of links, device numbers); sorted by path.
+cd "$1" || exit 1
+find . | LC_ALL=C sort | while IFS= read -r f; do
+	[ "$f" = . ] && continue
+	if [ -L "$f" ]; then
+		echo "$f|link|$(stat -c '%u|%g' "$f")|$(readlink "$f")"
+	elif [ -d "$f" ]; then
+		echo "$f|dir|$(stat -c '%a|%u|%g' "$f")"
+	elif [ -f "$f" ]; then
+		echo "$f|file|$(stat -c '%a|%u|%g|%s' "$f")|$(sha256sum <"$f" | cut -d' ' -f1)"
+	else
+		echo "$f|$(stat -c '%F|%a|%u|%g|%t|%T' "$f")"
+	fi
+done
+LISTING
+chmod 0755 "$TARGET_DIR/usr/libexec/pzk/listing"
