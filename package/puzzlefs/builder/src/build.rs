@@ -145,29 +145,41 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     };
 
     let progress = &opts.progress;
-    let inodes = scan(rootfs, &base)?;
-    let files: Vec<(PathBuf, u64)> = inodes
-        .iter()
-        .filter(|i| i.meta.is_file() && i.meta.len() > 0)
-        .map(|i| (i.path.clone(), i.meta.len()))
-        .collect();
-    let total: u64 = files.iter().map(|f| f.1).sum();
-    progress.set_total(total);
-    progress.detail(&format!(
-        "{}: {} inodes, {} regular files, {} bytes",
-        rootfs.display(),
-        inodes.len(),
-        files.len(),
-        total
-    ));
-
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
         opts.threads
     };
     let level = opts.compression.then_some(opts.zstd_level);
-    let chunks = chunk_and_store(&oci, &files, level, threads, progress)?;
+    // The scan feeds regular files to the chunker as it finds them, and
+    // xattrs and symlink targets are read while the contents stream.
+    let (file_tx, file_rx) = mpsc::channel::<(PathBuf, u64)>();
+    let (inodes, attrs, chunks) = std::thread::scope(|s| {
+        let chunker = s.spawn(|| chunk_and_store(&oci, file_rx, level, threads, progress));
+        let inodes = scan(rootfs, &base, &file_tx, progress);
+        drop(file_tx);
+        let attrs = inodes
+            .as_ref()
+            .map_err(|e| anyhow!("{e:#}"))
+            .and_then(|inodes| inodes.iter().map(read_attrs).collect::<Result<Vec<_>>>());
+        let chunks = chunker.join().expect("chunker panicked");
+        (inodes, attrs, chunks)
+    });
+    let inodes = inodes?;
+    let attrs = attrs?;
+    let chunks = chunks?;
+    let total: u64 = inodes
+        .iter()
+        .filter(|i| i.meta.is_file())
+        .map(|i| i.meta.len())
+        .sum();
+    progress.detail(&format!(
+        "{}: {} inodes, {} bytes",
+        rootfs.display(),
+        inodes.len(),
+        total
+    ));
+
     progress.finish();
 
     let mut stats = BuildStats {
@@ -221,8 +233,8 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
 
     let mut recs: BTreeMap<u64, InodeRec> = BTreeMap::new();
     let mut claimed: HashSet<u64> = inodes.iter().map(|i| i.ino).collect();
-    for i in &inodes {
-        let rec = to_rec(i, &mut file_chunks, &base, &mut claimed, &mut recs)?;
+    for (i, a) in inodes.iter().zip(attrs) {
+        let rec = to_rec(i, a, &mut file_chunks, &base, &mut claimed, &mut recs)?;
         recs.insert(rec.ino, rec);
     }
 
@@ -317,7 +329,12 @@ fn scan_base(layers: &[puzzlefs_format::Layer<'_>]) -> Result<Base> {
 }
 
 /// Scans the tree breadth-first and numbers the inodes.
-fn scan(root: &Path, base: &Base) -> Result<Vec<SrcInode>> {
+fn scan(
+    root: &Path,
+    base: &Base,
+    files: &mpsc::Sender<(PathBuf, u64)>,
+    progress: &Progress,
+) -> Result<Vec<SrcInode>> {
     let delta = !base.paths.is_empty();
     let root_meta = fs::symlink_metadata(root).with_context(|| format!("{}", root.display()))?;
     let mut out = vec![SrcInode {
@@ -380,6 +397,12 @@ fn scan(root: &Path, base: &Base) -> Result<Vec<SrcInode>> {
                 links.insert(key, ino);
             }
             entries.push((name, ino));
+            if meta.is_file() && meta.len() > 0 {
+                progress.add_total(meta.len());
+                // The chunker stops early only after an error of its own,
+                // which it reports; nothing to do here if it is gone.
+                let _ = files.send((path.clone(), meta.len()));
+            }
             out.push(SrcInode {
                 ino,
                 path,
@@ -394,15 +417,52 @@ fn scan(root: &Path, base: &Base) -> Result<Vec<SrcInode>> {
     Ok(out)
 }
 
+/// What is read from a source inode besides its contents.
+#[derive(Default)]
+struct Attrs {
+    xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+    symlink: Option<Vec<u8>>,
+}
+
+fn read_attrs(i: &SrcInode) -> Result<Attrs> {
+    let mut xattrs = Vec::new();
+    let names = sys::list_xattrs(&i.path)
+        .with_context(|| format!("{}: listing xattrs", i.path.display()))?;
+    for n in names {
+        match sys::get_xattr(&i.path, &n) {
+            Ok(v) => xattrs.push((n, v)),
+            // Removed between list and get: nothing to store.
+            Err(e) if e.raw_os_error() == Some(libc::ENODATA) => {}
+            Err(e) => {
+                return Err(e).with_context(|| {
+                    format!(
+                        "{}: xattr {}",
+                        i.path.display(),
+                        String::from_utf8_lossy(&n)
+                    )
+                })
+            }
+        }
+    }
+    let symlink = if i.meta.file_type().is_symlink() {
+        let t = fs::read_link(&i.path).with_context(|| format!("{}", i.path.display()))?;
+        Some(t.as_os_str().as_bytes().to_vec())
+    } else {
+        None
+    };
+    Ok(Attrs { xattrs, symlink })
+}
+
 fn to_rec(
     i: &SrcInode,
+    attrs: Attrs,
     file_chunks: &mut HashMap<u64, Vec<FileChunk>>,
     base: &Base,
     claimed: &mut HashSet<u64>,
     recs: &mut BTreeMap<u64, InodeRec>,
 ) -> Result<InodeRec> {
     let ft = i.meta.file_type();
-    let mut symlink = None;
+    let symlink = attrs.symlink;
     let kind = if ft.is_dir() {
         let mut entries = i.entries.clone();
         if let Some(old) = base.listings.get(&i.rel) {
@@ -436,8 +496,6 @@ fn to_rec(
             chunks: file_chunks.remove(&i.ino).unwrap_or_default(),
         }
     } else if ft.is_symlink() {
-        let t = fs::read_link(&i.path).with_context(|| format!("{}", i.path.display()))?;
-        symlink = Some(t.as_os_str().as_bytes().to_vec());
         Kind::Lnk
     } else if ft.is_fifo() {
         Kind::Fifo
@@ -456,25 +514,7 @@ fn to_rec(
     } else {
         Kind::Unknown
     };
-    let mut xattrs = Vec::new();
-    let names = sys::list_xattrs(&i.path)
-        .with_context(|| format!("{}: listing xattrs", i.path.display()))?;
-    for n in names {
-        match sys::get_xattr(&i.path, &n) {
-            Ok(v) => xattrs.push((n, v)),
-            // Removed between list and get: nothing to store.
-            Err(e) if e.raw_os_error() == Some(libc::ENODATA) => {}
-            Err(e) => {
-                return Err(e).with_context(|| {
-                    format!(
-                        "{}: xattr {}",
-                        i.path.display(),
-                        String::from_utf8_lossy(&n)
-                    )
-                })
-            }
-        }
-    }
+    let xattrs = attrs.xattrs;
     claimed.insert(i.ino);
     Ok(InodeRec {
         ino: i.ino,
@@ -500,9 +540,9 @@ struct ChunkInfo {
 /// The regular files' contents, one after the other, each checked to have
 /// the size the scan saw.
 struct FileStream<'a> {
-    files: &'a [(PathBuf, u64)],
+    files: mpsc::Receiver<(PathBuf, u64)>,
     idx: usize,
-    cur: Option<fs::File>,
+    cur: Option<(PathBuf, u64, fs::File)>,
     read: u64,
     abort: &'a AtomicBool,
     progress: &'a Progress,
@@ -514,18 +554,18 @@ impl Read for FileStream<'_> {
             if self.abort.load(Ordering::Relaxed) {
                 return Err(io::Error::other("aborted"));
             }
-            let Some((path, size)) = self.files.get(self.idx) else {
-                return Ok(0);
-            };
             if self.cur.is_none() {
-                let f = fs::File::open(path)
+                let Ok((path, size)) = self.files.recv() else {
+                    return Ok(0);
+                };
+                let f = fs::File::open(&path)
                     .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-                self.cur = Some(f);
+                self.cur = Some((path, size, f));
                 self.read = 0;
-                self.progress
-                    .files(self.idx as u64, self.files.len() as u64);
+                self.idx += 1;
+                self.progress.files(self.idx as u64);
             }
-            let f = self.cur.as_mut().expect("opened above");
+            let (path, size, f) = self.cur.as_mut().expect("opened above");
             let n = f
                 .read(buf)
                 .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
@@ -538,7 +578,6 @@ impl Read for FileStream<'_> {
             }
             if n == 0 {
                 self.cur = None;
-                self.idx += 1;
                 continue;
             }
             self.progress.add_bytes(n as u64);
@@ -549,7 +588,7 @@ impl Read for FileStream<'_> {
 
 fn chunk_and_store(
     oci: &OciDir,
-    files: &[(PathBuf, u64)],
+    files: mpsc::Receiver<(PathBuf, u64)>,
     compression: Option<i32>,
     threads: usize,
     progress: &Progress,
@@ -657,7 +696,12 @@ fn store_chunk(oci: &OciDir, data: &[u8], compression: Option<i32>) -> Result<Ch
 mod tests {
     use super::*;
 
-    fn read_all(files: &[(PathBuf, u64)]) -> io::Result<Vec<u8>> {
+    fn read_all(list: &[(PathBuf, u64)]) -> io::Result<Vec<u8>> {
+        let (tx, files) = mpsc::channel();
+        for f in list {
+            tx.send(f.clone()).unwrap();
+        }
+        drop(tx);
         let abort = AtomicBool::new(false);
         let progress = Progress::hidden();
         let mut s = FileStream {

@@ -55,15 +55,20 @@ impl Progress {
         self.bar.set_length(bytes);
     }
 
+    /// Adds to the total number of bytes (the scan finds them as it goes).
+    pub fn add_total(&self, bytes: u64) {
+        self.bar.inc_length(bytes);
+    }
+
     /// Adds processed bytes.
     pub fn add_bytes(&self, n: u64) {
         self.bar.inc(n);
     }
 
-    /// Shows the file count.
-    pub fn files(&self, done: u64, total: u64) {
+    /// Shows the number of files read so far.
+    pub fn files(&self, done: u64) {
         if !self.bar.is_hidden() {
-            self.bar.set_message(format!("{done}/{total} files"));
+            self.bar.set_message(format!("{done} files"));
         }
     }
 
