@@ -192,6 +192,10 @@ impl<T: FileSystem> Tables<T> {
         ..unsafe { core::mem::zeroed() }
     };
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn init_fs_context(fc: *mut bindings::fs_context) -> ffi::c_int {
         from_result(|| {
             let opts = KBox::new(T::Options::default(), GFP_KERNEL)?;
@@ -206,12 +210,20 @@ impl<T: FileSystem> Tables<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn free_fs_context(fc: *mut bindings::fs_context) {
         // SAFETY: The VFS passes a valid context; `fs_private` is null or was set by
         // `init_fs_context` with `into_foreign`, and nothing borrows it any more.
         drop(unsafe { KBox::<T::Options>::try_from_foreign((*fc).fs_private) });
     }
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn parse_param(
         fc: *mut bindings::fs_context,
         param: *mut bindings::fs_parameter,
@@ -237,12 +249,20 @@ impl<T: FileSystem> Tables<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn get_tree(fc: *mut bindings::fs_context) -> ffi::c_int {
         // SAFETY: The VFS passes a valid context; `fill_super` has the signature `get_tree_nodev`
         // expects.
         unsafe { bindings::get_tree_nodev(fc, Some(Self::fill_super)) }
     }
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn reconfigure(fc: *mut bindings::fs_context) -> ffi::c_int {
         // SAFETY: The VFS passes a valid context. The file system stays read-only; other
         // options cannot change on remount and are ignored.
@@ -250,6 +270,10 @@ impl<T: FileSystem> Tables<T> {
         0
     }
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn fill_super(
         sb_ptr: *mut bindings::super_block,
         fc: *mut bindings::fs_context,
@@ -305,6 +329,10 @@ impl<T: FileSystem> Tables<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn kill_sb(sb: *mut bindings::super_block) {
         // SAFETY: The VFS passes a valid super block being torn down.
         let data = unsafe { (*sb).s_fs_info };
@@ -315,6 +343,10 @@ impl<T: FileSystem> Tables<T> {
         drop(unsafe { KBox::<T::Data>::try_from_foreign(data) });
     }
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn statfs(
         dentry: *mut bindings::dentry,
         buf: *mut bindings::kstatfs,
@@ -336,6 +368,10 @@ impl<T: FileSystem> Tables<T> {
         })
     }
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn show_options(
         m: *mut bindings::seq_file,
         root: *mut bindings::dentry,

@@ -68,9 +68,9 @@ impl PrivateMount {
     /// Opens the regular file at `path`, relative to the root of the mount (which also acts
     /// as its root directory: `..` and absolute symbolic links cannot leave it).
     pub fn open(&self, path: &CStr) -> Result<RegularFile> {
-        // SAFETY: By the type invariant the mount is alive; its root dentry is stable.
         let root = bindings::path {
             mnt: self.mnt.as_ptr(),
+            // SAFETY: By the type invariant the mount is alive; its root dentry is stable.
             dentry: unsafe { (*self.mnt.as_ptr()).mnt_root },
         };
         // SAFETY: The credentials are alive by the type invariant; they are reverted below.

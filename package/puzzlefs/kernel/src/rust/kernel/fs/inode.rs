@@ -291,6 +291,10 @@ impl<T: FileSystem> Tables<T> {
         ..unsafe { core::mem::zeroed() }
     };
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn lookup(
         dir: *mut bindings::inode,
         dentry: *mut bindings::dentry,

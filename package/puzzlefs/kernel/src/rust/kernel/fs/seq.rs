@@ -47,7 +47,7 @@ impl SeqFile {
                 value.as_ptr().cast(),
                 value.len(),
                 bindings::ESCAPE_OCTAL,
-                b",= \t\n\\\0".as_ptr(),
+                c",= \t\n\\".as_ptr().cast(),
             )
         };
     }

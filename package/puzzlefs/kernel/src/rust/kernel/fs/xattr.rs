@@ -123,6 +123,10 @@ impl<T: FileSystem> Handlers<T> {
     pub(crate) const TABLE: &'static [*const bindings::xattr_handler; 4] =
         &[&Self::USER, &Self::TRUSTED, &Self::SECURITY, ptr::null()];
 
+    /// # Safety
+    ///
+    /// Only called by the VFS, through the operation table, with the arguments that table
+    /// entry's contract specifies.
     unsafe extern "C" fn get(
         handler: *const bindings::xattr_handler,
         _dentry: *mut bindings::dentry,
