@@ -5,7 +5,9 @@
 #   /root/pzk/plain/oci          image of /root/pzk/plain/src built by this repo's
 #                                builder (tag plain), with a static busybox in it
 #   /root/pzk/<name>.digest      manifest digest of each image/tag
+#   /root/pzk/rootfs/oci         busybox + ls with its shared libraries (tag rootfs, zstd)
 #   /usr/libexec/pzk/listing     prints a tree listing to compare trees in the guest
+#   /usr/libexec/pzk/pzk-tool    xattr get/list and run-as-uid (test/samples/pzk-tool.c)
 # Usage: 30-puzzlefs-kernel-samples.sh <TARGET_DIR>; HOST_DIR/bin/puzzlefs is the builder.
 set -eu
 TARGET_DIR=$1
@@ -58,13 +60,36 @@ chown 1234:5678 "$S/owned"
 chmod 0640 "$S/owned"
 printf 'x\n' >"$S/name with space"
 printf 'y\n' >"$S/$(printf 'caf\303\251')"
-setfattr -n user.comment -v hello "$S/hello.txt" 2>/dev/null || true
+setfattr -n user.comment -v hello "$S/hello.txt"
+setfattr -n user.long -v "$(printf '%0300d' 7)" "$S/hello.txt"
+setfattr -n user.dirattr -v dir-value "$S/dir"
+setfattr -n trusted.t -v trusted-value "$S/owned"
+setfattr -n security.pzk -v security-value "$S/owned"
 "$PUZZLEFS" -q build "$S" "$D/plain/oci" plain >/dev/null || die "puzzlefs build failed"
 "$PUZZLEFS" -q build -c "$S" "$D/plain/oci" zstd >/dev/null || die "puzzlefs build -c failed"
 for tag in plain zstd; do
 	digest_of "$D/plain/oci" "$tag" >"$D/plain-$tag.digest"
 	[ -s "$D/plain-$tag.digest" ] || die "no tag $tag in $D/plain/oci"
 done
+
+# A small real root file system: busybox, and ls and its shared libraries
+# from the build host (Debian), to chroot into.
+R=$D/rootfs/src
+mkdir -p "$R/bin" "$R/usr/bin" "$R/lib64" "$R/lib/x86_64-linux-gnu" "$R/etc" "$R/tmp"
+cp /bin/busybox "$R/bin/busybox"
+for applet in sh echo cat; do ln -s busybox "$R/bin/$applet"; done
+cp /usr/bin/ls "$R/usr/bin/ls"
+ldd /usr/bin/ls | grep -o '/[^ ]*' | while IFS= read -r lib; do
+	mkdir -p "$R$(dirname "$lib")"
+	cp -L "$lib" "$R$lib"
+done
+echo 'root:x:0:0:root:/:/bin/sh' >"$R/etc/passwd"
+"$PUZZLEFS" -q build -c "$R" "$D/rootfs/oci" rootfs >/dev/null || die "puzzlefs build (rootfs) failed"
+digest_of "$D/rootfs/oci" rootfs >"$D/rootfs.digest"
+
+# The helper the cases use for xattrs and for reading as another user.
+${CC:-cc} -static -O2 -o "$TARGET_DIR/usr/libexec/pzk/pzk-tool" \
+	"$(dirname "$0")/../../../test/samples/pzk-tool.c" || die "building pzk-tool failed"
 
 cat >"$TARGET_DIR/usr/libexec/pzk/listing" <<'LISTING'
 #!/bin/sh
