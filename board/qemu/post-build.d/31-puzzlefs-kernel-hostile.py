@@ -10,6 +10,9 @@ of it with extra blobs, and one <name>.digest per refused manifest:
   garbage   a manifest blob that is not Cap'n Proto            -> EUCLEAN
   badlayer  a manifest whose metadata layer is not Cap'n Proto -> EUCLEAN
   nolayer   a manifest whose metadata layer blob is missing    -> ENOENT
+
+and bad/nochunk (the plain image without its largest chunk blob: EIO on read) and
+bad/fuzz.digests (40 manifests of bit-flipped or truncated metadata layers).
 """
 import hashlib
 import os
@@ -79,3 +82,34 @@ garbage_layer = bytes.fromhex(put(os.urandom(4096)))
 record("badlayer", put(bytes(manifest).replace(layer, garbage_layer)))
 missing = hashlib.sha256(b"no such blob").digest()
 record("nolayer", put(bytes(manifest).replace(layer, missing)))
+
+# missing chunk: a copy of the image without its largest chunk blob; the mount
+# works, reading a file backed by that chunk fails with EIO.
+nochunk = os.path.join(bad, "nochunk")
+shutil.copytree(src, nochunk, symlinks=True)
+nb = os.path.join(nochunk, "blobs", "sha256")
+referenced = [n for n in os.listdir(nb) if bytes.fromhex(n) in manifest and n != plain]
+chunks = [n for n in referenced if bytes.fromhex(n) != layer]
+victim = max(chunks, key=lambda n: os.path.getsize(os.path.join(nb, n)))
+os.unlink(os.path.join(nb, victim))
+
+# fuzz: metadata layers with random bit flips (and truncations), each referenced
+# by a manifest of its own; mounting and walking them must never crash.
+import random
+
+rng = random.Random(4)
+with open(os.path.join(blobs, layer.hex()), "rb") as f:
+    meta = f.read()
+fuzz = []
+for i in range(40):
+    m = bytearray(meta)
+    if i % 8 == 7:
+        m = m[: rng.randrange(8, len(m))]
+    else:
+        for _ in range(rng.choice([1, 2, 4, 16])):
+            pos = rng.randrange(len(m))
+            m[pos] ^= 1 << rng.randrange(8)
+    d = bytes.fromhex(put(bytes(m)))
+    fuzz.append(put(bytes(manifest).replace(layer, d)))
+with open(os.path.join(bad, "fuzz.digests"), "w") as f:
+    f.write("\n".join(fuzz) + "\n")
