@@ -36,6 +36,7 @@ die() { echo "prepare-tree: $*" >&2; exit 1; }
 [ -f "$LINUX_DIR/Makefile" ] || die "$LINUX_DIR is not a kernel tree"
 LINUX_DIR=$(cd "$LINUX_DIR" && pwd)
 CACHE=${PUZZLEFS_KERNEL_CACHE:-$(dirname "$LINUX_DIR")/puzzlefs-kernel-crates}
+PLUGIN=$CACHE/target/release/capnpc-rust
 
 # install_if_changed <src> <dst>
 install_if_changed() {
@@ -76,14 +77,16 @@ locked_version() {
 fetch_crates() {
 	sum=$(cat "$CRATES/Cargo.toml" "$CRATES/Cargo.lock" "$CRATES"/*/README.md \
 		"$CRATES"/patches/*/*.patch "$0" | sha256sum | cut -d' ' -f1)
-	[ "$(cat "$CACHE/.stamp" 2>/dev/null)" = "$sum" ] && return 0
+	[ "$(cat "$CACHE/.stamp" 2>/dev/null)" = "$sum" ] && [ -x "$PLUGIN" ] && return 0
 	echo "prepare-tree: fetching capnp $(locked_version capnp), hex $(locked_version hex) into $CACHE" >&2
 	rm -rf "$CACHE/vendor" "$CACHE/stage"
 	mkdir -p "$CACHE"
 	"$CARGO" vendor --quiet --locked --versioned-dirs --manifest-path "$CRATES/Cargo.toml" \
 		"$CACHE/vendor" >/dev/null || die "cargo vendor failed"
-	"$CARGO" build --locked --release --quiet --manifest-path "$CRATES/Cargo.toml" \
-		--target-dir "$CACHE/target" -p capnpc --bin capnpc-rust || die "building capnpc-rust failed"
+	# A host tool: a cross target from the environment must not apply.
+	env -u CARGO_BUILD_TARGET "$CARGO" build --locked --release --quiet \
+		--manifest-path "$CRATES/Cargo.toml" --target-dir "$CACHE/target" \
+		-p capnpc --bin capnpc-rust || die "building capnpc-rust failed"
 	for c in capnp:MIT "hex:Apache-2.0 OR MIT"; do
 		name=${c%%:*}
 		version=$(locked_version "$name")
@@ -101,13 +104,13 @@ fetch_crates() {
 	echo "$sum" >"$CACHE/.stamp"
 }
 
-# The format crate and the generated readers: cheap, staged on every run.
+# The format crate and the generated readers: cheap, staged on every run
+# (in a directory of this run's own, so that runs can share a cache).
 stage_format() {
-	dst=$CACHE/stage/puzzlefs_format
-	rm -rf "$dst"
+	dst=$1
 	mkdir -p "$dst/generated"
 	cp -R "$FORMAT/src/." "$dst/"
-	(cd "$FORMAT" && "$CAPNP" compile -o"$CACHE/target/release/capnpc-rust:$dst/generated" \
+	(cd "$FORMAT" && "$CAPNP" compile -o"$PLUGIN:$dst/generated" \
 		--src-prefix=schema schema/manifest.capnp schema/metadata.capnp) \
 		|| die "capnp compile failed (is the Cap'n Proto compiler installed?)"
 	find "$dst" -name '*.rs' | while IFS= read -r f; do add_spdx "$f" "Apache-2.0 OR MIT"; done
@@ -117,10 +120,15 @@ stage_format() {
 prepare_crates() {
 	command -v "$CARGO" >/dev/null || die "cargo not found (set CARGO)"
 	fetch_crates
-	stage_format
-	for name in capnp hex puzzlefs_format; do
+	for name in capnp hex; do
 		sync_dir "$CACHE/stage/$name" "$LINUX_DIR/rust/$name"
 	done
+	tmp=$(mktemp -d "$CACHE/format.XXXXXX")
+	trap 'rm -rf "$tmp"' EXIT
+	stage_format "$tmp"
+	sync_dir "$tmp" "$LINUX_DIR/rust/puzzlefs_format"
+	rm -rf "$tmp"
+	trap - EXIT
 }
 
 # prepare_src <path under src/>
