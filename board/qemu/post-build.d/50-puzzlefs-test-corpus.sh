@@ -1,0 +1,39 @@
+#!/bin/sh
+# The regression corpus of test/cases/5N-7N-*.exp (issue 6), put into the
+# target tree:
+#   /root/corpus/{img,manifests,copies,hostile,images.txt,big.txt}
+#   /usr/libexec/puzzlefs-test/pzt-helper     (static helper; the scripts are in overlay/)
+# Made by test/samples/gen-corpus.sh with the host builder; cached under
+# $BUILD_DIR/pzt-corpus, keyed by the generators, the builder binary and the
+# fixture, so a rebuild with nothing changed only copies (seconds).
+# Usage: 50-puzzlefs-test-corpus.sh <TARGET_DIR> (Buildroot post-build environment).
+set -eu
+TARGET_DIR=$1
+TOP=$(cd "$(dirname "$0")/../../.." && pwd)
+SAMPLES=$TOP/test/samples
+PUZZLEFS=${HOST_DIR:?}/bin/puzzlefs
+BUILD_DIR=${BUILD_DIR:-$TOP/output/build}
+# The fixture sits next to the repo (../shared), in CI as here.
+FIXTURE=${PUZZLEFS_FIXTURE:-$TOP/../shared/fixtures/upstream-v1}
+CACHE=$BUILD_DIR/pzt-corpus
+
+key=$( {
+	cat "$SAMPLES/gen-corpus.sh" "$SAMPLES/gen-hostile.py" "$SAMPLES/pzt-helper.c" "$PUZZLEFS"
+	[ -d "$FIXTURE" ] && (cd "$FIXTURE" && find . -type f | LC_ALL=C sort | xargs sha256sum)
+	apt-cache policy busybox-static coreutils libc6 python3.11-minimal 2>/dev/null | grep Candidate
+} | sha256sum | cut -d' ' -f1)
+if [ "$(cat "$CACHE/.key" 2>/dev/null)" != "$key" ]; then
+	echo "pzt corpus: generating in $CACHE"
+	"$SAMPLES/gen-corpus.sh" "$CACHE" "$PUZZLEFS" "$FIXTURE"
+	echo "$key" >"$CACHE/.key"
+else
+	echo "pzt corpus: cached in $CACHE"
+fi
+
+D=$TARGET_DIR/root/corpus
+rm -rf "$D"
+mkdir -p "$D" "$TARGET_DIR/usr/libexec/puzzlefs-test"
+for x in img manifests copies hostile images.txt big.txt; do
+	cp -a "$CACHE/$x" "$D/"
+done
+install -m 0755 "$CACHE/bin/pzt-helper" "$TARGET_DIR/usr/libexec/puzzlefs-test/pzt-helper"
