@@ -14,6 +14,7 @@ use crate::error::ResultExt;
 use crate::PuzzleFs;
 use kernel::fs::{file::RegularFile, folio::LockedFolio, inode::INode};
 use kernel::prelude::*;
+use kernel::sync::Arc;
 use puzzlefs_format::{find_inode_in, Digest, HexDigest, InodeKind};
 
 /// Fills `folio` of `inode`.
@@ -36,7 +37,7 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
             InodeKind::File => {
                 let file = i.file().inode(ino)?;
                 let mut filled = 0usize;
-                let mut open: Option<(Digest, RegularFile)> = None;
+                let mut open: Option<(Digest, Arc<RegularFile>)> = None;
                 for piece in file.map(pos, size as u64).inode(ino)? {
                     let piece = piece.inode(ino)?;
                     let len = usize::try_from(piece.len)?;

@@ -35,6 +35,8 @@ pub(crate) struct ChunkCache {
     slots: [Option<Slot>; SLOTS],
     bytes: usize,
     clock: u64,
+    /// Made on the first miss, then reused (decompression happens under the lock).
+    decompressor: Option<Decompressor>,
 }
 
 impl ChunkCache {
@@ -44,6 +46,7 @@ impl ChunkCache {
             slots: [const { None }; SLOTS],
             bytes: 0,
             clock: 0,
+            decompressor: None,
         })
     }
 
@@ -105,17 +108,23 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
         pr_err!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
         EIO
     })?;
-    let data = Decompressor::new()?
-        .decompress(&src, MAX_CHUNK)
-        .map_err(|_| {
-            pr_err!(
-                "inode {}: chunk blob {} is not a valid zstd frame\n",
-                ino,
-                hex
-            );
-            EIO
-        })?;
+    let mut cache = info.chunks.lock();
+    if let Some(data) = cache.get(digest) {
+        return Ok(data);
+    }
+    if cache.decompressor.is_none() {
+        cache.decompressor = Some(Decompressor::new()?);
+    }
+    let decompressor = cache.decompressor.as_mut().ok_or(ENOMEM)?;
+    let data = decompressor.decompress(&src, MAX_CHUNK).map_err(|_| {
+        pr_err!(
+            "inode {}: chunk blob {} is not a valid zstd frame\n",
+            ino,
+            hex
+        );
+        EIO
+    })?;
     let data = Arc::new(data, GFP_KERNEL)?;
-    info.chunks.lock().insert(digest, &data);
+    cache.insert(digest, &data);
     Ok(data)
 }

@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+use crate::blob::BlobCache;
 use crate::decompress::ChunkCache;
 use crate::PuzzleFs;
 use core::fmt;
@@ -51,6 +52,8 @@ pub(crate) struct Options {
 
 /// Per-mount data.
 pub(crate) struct Info {
+    /// Open chunk blob files.
+    blobs: Arc<Mutex<BlobCache>>,
     /// Private clone of the mount of `oci_root_dir`; blobs are opened below it.
     mount: PrivateMount,
     oci_root_dir: CString,
@@ -84,10 +87,9 @@ impl Info {
         f(&blobs)
     }
 
-    /// Opens blob `digest` of the image directory.
-    pub(crate) fn open_blob(&self, digest: &Digest) -> Result<RegularFile> {
-        let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", HexDigest(digest)))?;
-        self.mount.open(&path)
+    /// Opens chunk blob `digest` of the image directory (or finds it open).
+    pub(crate) fn open_blob(&self, digest: &Digest) -> Result<Arc<RegularFile>> {
+        crate::blob::open(&self.mount, &self.blobs, digest)
     }
 }
 
@@ -282,6 +284,7 @@ pub(crate) fn fill_super(
     }
 
     let info = Info {
+        blobs: Arc::pin_init(BlobCache::new(), GFP_KERNEL)?,
         mount,
         oci_root_dir: dir,
         manifest: manifest_digest,

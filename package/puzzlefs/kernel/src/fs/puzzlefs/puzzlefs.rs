@@ -33,6 +33,7 @@ use kernel::fs::{
 use kernel::prelude::*;
 use kernel::types::ARef;
 
+mod blob;
 mod data;
 mod decompress;
 mod dir;

@@ -15,6 +15,8 @@ use crate::prelude::*;
 pub struct Decompressor {
     _workspace: KVVec<u8>,
     dctx: *mut bindings::zstd_dctx,
+    /// Output buffer for frames of unknown size, reused across calls.
+    scratch: KVVec<u8>,
 }
 
 // SAFETY: The context is plain memory that we own, usable from any thread (not concurrently:
@@ -37,6 +39,7 @@ impl Decompressor {
         Ok(Self {
             _workspace: workspace,
             dctx,
+            scratch: KVVec::new(),
         })
     }
 
@@ -59,9 +62,9 @@ impl Decompressor {
     /// Decompresses the single frame `src` into a new buffer of at most `max` bytes.
     ///
     /// When the frame header does not record the decompressed size, the frame is first
-    /// decompressed into a scratch buffer of `max` bytes, then copied into one of the exact
-    /// size. A frame that decompresses to more than `max` bytes, or to another size than its
-    /// header records, is [`EINVAL`].
+    /// decompressed into a scratch buffer of `max` bytes (kept for later calls), then copied
+    /// into one of the exact size. A frame that decompresses to more than `max` bytes, or to
+    /// another size than its header records, is [`EINVAL`].
     pub fn decompress(&mut self, src: &[u8], max: usize) -> Result<KVVec<u8>> {
         match Self::content_size(src)? {
             Some(size) => {
@@ -69,25 +72,37 @@ impl Decompressor {
                 if size > max {
                     return Err(EINVAL);
                 }
-                let out = self.decompress_into_new(src, size)?;
-                if out.len() != size {
+                let mut out = KVVec::with_capacity(size, GFP_KERNEL)?;
+                if self.decompress_into(src, &mut out, size)? != size {
                     return Err(EINVAL);
                 }
                 Ok(out)
             }
             None => {
-                let scratch = self.decompress_into_new(src, max)?;
-                let mut out = KVVec::with_capacity(scratch.len(), GFP_KERNEL)?;
-                out.extend_from_slice(&scratch, GFP_KERNEL)?;
-                Ok(out)
+                if self.scratch.capacity() < max {
+                    self.scratch = KVVec::with_capacity(max, GFP_KERNEL)?;
+                }
+                let mut scratch = core::mem::replace(&mut self.scratch, KVVec::new());
+                let r = self.decompress_into(src, &mut scratch, max);
+                let out = r.and_then(|_| {
+                    let mut out = KVVec::with_capacity(scratch.len(), GFP_KERNEL)?;
+                    out.extend_from_slice(&scratch, GFP_KERNEL)?;
+                    Ok(out)
+                });
+                self.scratch = scratch;
+                out
             }
         }
     }
 
-    /// Decompresses `src` into a new buffer of capacity `cap`; returns it with the
-    /// decompressed length.
-    fn decompress_into_new(&mut self, src: &[u8], cap: usize) -> Result<KVVec<u8>> {
-        let mut out = KVVec::with_capacity(cap, GFP_KERNEL)?;
+    /// Decompresses `src` into `out` (whose capacity must be at least `cap`), replacing its
+    /// contents; returns the decompressed length.
+    fn decompress_into(&mut self, src: &[u8], out: &mut KVVec<u8>, cap: usize) -> Result<usize> {
+        if out.capacity() < cap {
+            return Err(EINVAL);
+        }
+        // SAFETY: `u8` has no destructor; the first 0 elements are trivially initialised.
+        unsafe { out.set_len(0) };
         let dst = out.spare_capacity_mut();
         // SAFETY: `dctx` is valid by the type invariant and `workspace` is alive; `src` is valid
         // for its length and `dst` for writes of at least `cap` bytes.
@@ -106,6 +121,6 @@ impl Decompressor {
         }
         // SAFETY: zstd wrote the first `n <= cap` bytes.
         unsafe { out.set_len(n) };
-        Ok(out)
+        Ok(n)
     }
 }
