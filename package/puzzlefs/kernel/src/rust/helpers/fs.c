@@ -76,3 +76,8 @@ void rust_helper_put_cred(const struct cred *cred)
 {
 	put_cred(cred);
 }
+
+void rust_helper_mapping_set_large_folios(struct address_space *mapping)
+{
+	mapping_set_large_folios(mapping);
+}

@@ -12,7 +12,8 @@ use core::marker::PhantomData;
 
 /// A locked folio of the page cache that is being filled.
 ///
-/// The abstraction locks and unlocks it; the file system only writes to it.
+/// The abstraction locks and unlocks it; the file system only writes to it. Folios of regular
+/// files may span several pages (large folios); those of symlinks are one page.
 ///
 /// # Invariants
 ///

@@ -199,6 +199,8 @@ impl<T: FileSystem> NewINode<T> {
                     (*inode).i_op = &Tables::<T>::OTHER_INODE;
                     (*inode).__bindgen_anon_3.i_fop = &bindings::generic_ro_fops;
                     (*(*inode).i_mapping).a_ops = &Tables::<T>::AOPS;
+                    // `read_folio` fills folios of any size (see `LockedFolio`).
+                    bindings::mapping_set_large_folios((*inode).i_mapping);
                 }
                 Type::Lnk => {
                     (*inode).i_mode = mode(bindings::S_IFLNK);
