@@ -191,8 +191,8 @@ if [ -n "$BUILD_CONFIG" ]; then
 		kmake O="$WORK/obj" olddefconfig >>"$LOG" 2>&1 || die "olddefconfig failed (see $LOG)"
 		kmake O="$WORK/obj" -j"$(nproc)" bzImage modules >>"$LOG" 2>&1 \
 			|| die "commit $(g log -1 --format='%h %s' "$c") does not build (see $LOG)"
-		n=$(grep -ciE 'warning|error' "$LOG" || true)
-		[ "$n" -eq 0 ] || { grep -iE 'warning|error' "$LOG" | head -20 | sed 's/^/    /' >&2
+		n=$(grep -cE '(warning|error)(\[[A-Za-z0-9]+\])?:' "$LOG" || true)
+		[ "$n" -eq 0 ] || { grep -E '(warning|error)(\[[A-Za-z0-9]+\])?:' "$LOG" | head -20 | sed 's/^/    /' >&2
 			step "  $n warning/error lines (full log: $LOG.$c)"; cp "$LOG" "$LOG.$c"; }
 		: >"$LOG"
 	done
