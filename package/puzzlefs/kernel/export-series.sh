@@ -63,6 +63,12 @@ g() {
 [ -r "$TARBALL" ] || die "$TARBALL missing (run: make deps)"
 [ -r "$SERIES" ] || die "$SERIES missing"
 mkdir -p "$WORK"
+# One export per work directory at a time: they share the scratch repository.
+exec 9>"$WORK/.lock"
+if ! flock -n 9; then
+	step "waiting for the export already running in $WORK"
+	flock 9
+fi
 : >"$LOG"
 
 # --- 1. the pristine repository (cached) -----------------------------------
