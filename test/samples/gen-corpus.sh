@@ -253,9 +253,10 @@ sample() { # sample <tree> <awk filter>
 	mkdir -p "$OUT/copies/$t"
 	(cd "$OUT/trees/$t" && while read -r f; do cp -a --parents "$f" "$OUT/copies/$t/"; done) <"$OUT/copies/$t.list"
 }
-sample edge '$0 != "big64m" && !/^zeros-/'
+sample edge '$0 != "big64m" && !/^zeros-/ && !/^share-[bct]/'
 sample layers-d2 '1'
-sample real 'NR % 16 == 1 || /^bin\/(ls|cat|sha256sum|busybox)$/ || /^usr\/bin\/python3.11$/ || /libc\.so\.6$/'
+[ -d "$OUT/trees/fixture-src" ] && sample fixture-src '1'
+sample real 'NR % 32 == 1 || /^bin\/(ls|cat|sha256sum|busybox)$/ || /libc\.so\.6$/'
 # ------------------------------------------------------------------ hostile
 python3 "$HERE/gen-hostile.py" "$PUZZLEFS" "$H" "$OUT/hostile" >/dev/null || die "gen-hostile.py failed"
 rm -rf "$OUT/hostile/src"

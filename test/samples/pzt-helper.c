@@ -23,6 +23,9 @@
  *      a xorshift stream restarted every <period> bytes, whose first 8 bytes
  *      of each period are the period index (so periods differ but share most
  *      chunks). size/period in bytes.
+ *   pzt-helper gencmp <seed> <size> <period> <file>   compare <file> with that
+ *      stream (what `gen | cmp - <file>` does, without busybox cmp's per-byte
+ *      reads): prints "same" or "differ at <offset>" / "short at <offset>" (exit 1)
  *   pzt-helper xattrs <path>       the xattr list of <path> like the manifest field
  *   pzt-helper getxattr <path> <key> <bufsize>   lgetxattr with that buffer:
  *      prints "ok <len> <hex>" or "err <strerror>"
@@ -130,15 +133,16 @@ static void err(const char *path, const char *what)
 
 static int cmpstr(const void *a, const void *b) { return strcmp(*(char **)a, *(char **)b); }
 
-/* xattrs of path as "k=hex,k=hex" or "-" (malloc'd); NULL on error. */
-static char *xattrs(const char *path)
+/* xattrs of path as "k=hex,k=hex" or "-" (malloc'd); NULL on error
+ * (reported under the name rel). */
+static char *xattrs_of(const char *path, const char *rel)
 {
 	ssize_t n = llistxattr(path, NULL, 0);
-	if (n < 0) { if (errno == ENOTSUP) return strdup("-"); err(path, "listxattr"); return NULL; }
+	if (n < 0) { if (errno == ENOTSUP) return strdup("-"); err(rel, "listxattr"); return NULL; }
 	if (n == 0) return strdup("-");
 	char *names = malloc(n + 1);
 	n = llistxattr(path, names, n);
-	if (n < 0) { err(path, "listxattr"); free(names); return NULL; }
+	if (n < 0) { err(rel, "listxattr"); free(names); return NULL; }
 	char *keys[4096]; int nk = 0;
 	for (char *k = names; k < names + n && nk < 4096; k += strlen(k) + 1) keys[nk++] = k;
 	qsort(keys, nk, sizeof(char *), cmpstr);
@@ -147,7 +151,7 @@ static char *xattrs(const char *path)
 		ssize_t vl = lgetxattr(path, keys[i], NULL, 0);
 		unsigned char *v = NULL;
 		if (vl >= 0) { v = malloc(vl + 1); vl = lgetxattr(path, keys[i], v, vl); }
-		if (vl < 0) { err(path, keys[i]); free(v); free(names); free(out); return NULL; }
+		if (vl < 0) { err(rel, "getxattr"); free(v); free(names); free(out); return NULL; }
 		char *ek = escs(keys[i]);
 		size_t need = len + strlen(ek) + 2 * vl + 4;
 		if (need > cap) { cap = need * 2; out = realloc(out, cap); }
@@ -159,6 +163,8 @@ static char *xattrs(const char *path)
 	free(names);
 	return out;
 }
+
+static char *xattrs(const char *path) { return xattrs_of(path, path); }
 
 struct ent { char *epath; char *rest; dev_t dev; ino_t ino; int isdir; char *links; };
 static struct ent *ents; static size_t nent, capent;
@@ -199,7 +205,7 @@ static void add(const char *root, const char *rel, size_t rellen)
 		content = malloc(32);
 		sprintf(content, "%u:%u", major(st.st_rdev), minor(st.st_rdev));
 	} else content = strdup("-");
-	char *x = xattrs(full);
+	char *x = xattrs_of(full, rel);
 	if (!x) x = strdup("?");
 	if (nent == capent) { capent = capent ? 2 * capent : 1024; ents = realloc(ents, capent * sizeof(*ents)); }
 	struct ent *e = &ents[nent++];
@@ -272,6 +278,43 @@ static int manifest(const char *root)
 	return status;
 }
 
+/* gen_fill: the next n bytes of the stream (state in *pos, *x). */
+static void gen_fill(unsigned char *buf, size_t n, uint64_t seed, uint64_t period, uint64_t *pos, uint64_t *x)
+{
+	for (size_t i = 0; i < n; i++, (*pos)++) {
+		uint64_t in = *pos % period;
+		if (in == 0) *x = seed * 0x9e3779b97f4a7c15ULL + 1;
+		if (in < 8) buf[i] = (*pos / period) >> (8 * in);
+		else { *x ^= *x << 13; *x ^= *x >> 7; *x ^= *x << 17; buf[i] = *x >> 24; }
+	}
+}
+
+static int gencmp(uint64_t seed, uint64_t size, uint64_t period, const char *file)
+{
+	static unsigned char a[1 << 16], b[1 << 16];
+	uint64_t pos = 0, gpos = 0, x = 0;
+	int fd = open(file, O_RDONLY);
+	if (fd < 0) { printf("err %s\n", strerror(errno)); return 1; }
+	if (!period) period = size ? size : 1;
+	for (;;) {
+		ssize_t r = read(fd, b, sizeof(b));
+		if (r < 0) { printf("err at %llu: %s\n", (unsigned long long)pos, strerror(errno)); return 1; }
+		if (r == 0) break;
+		if (pos + r > size) { printf("long at %llu\n", (unsigned long long)size); return 1; }
+		gen_fill(a, r, seed, period, &gpos, &x);
+		if (memcmp(a, b, r)) {
+			ssize_t i = 0;
+			while (a[i] == b[i]) i++;
+			printf("differ at %llu\n", (unsigned long long)(pos + i));
+			return 1;
+		}
+		pos += r;
+	}
+	if (pos != size) { printf("short at %llu\n", (unsigned long long)pos); return 1; }
+	printf("same\n");
+	return 0;
+}
+
 static int gen(uint64_t seed, uint64_t size, uint64_t period)
 {
 	static unsigned char buf[1 << 16];
@@ -297,6 +340,8 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "manifest")) return manifest(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "gen"))
 		return gen(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0));
+	if (argc == 6 && !strcmp(argv[1], "gencmp"))
+		return gencmp(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0), argv[5]);
 	if (argc == 3 && !strcmp(argv[1], "xattrs")) {
 		char *x = xattrs(argv[2]);
 		if (x) puts(x);
