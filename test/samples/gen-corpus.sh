@@ -29,6 +29,10 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 DEBS=${PZT_DEBS:-$(dirname "$OUT")/pzt-debs}
 die() { echo "gen-corpus: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root"
+for t in gcc python3 setfattr dpkg-deb apt-get mknod truncate; do
+	command -v $t >/dev/null || die "needs $t (Debian: gcc libc6-dev python3 attr dpkg apt coreutils)"
+done
+[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || die "needs libc6-dev (static libc for pzt-helper)"
 
 rm -rf "$OUT"
 mkdir -p "$OUT/bin" "$OUT/trees" "$OUT/img" "$OUT/manifests" "$OUT/copies" "$DEBS"
