@@ -15,7 +15,7 @@ use crate::PuzzleFs;
 use kernel::fs::{file::RegularFile, folio::LockedFolio, inode::INode};
 use kernel::prelude::*;
 use kernel::sync::Arc;
-use puzzlefs_format::{find_inode_in, Digest, HexDigest, InodeKind};
+use puzzlefs_format::{Digest, HexDigest, InodeKind};
 
 /// Fills `folio` of `inode`.
 pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -> Result {
@@ -24,10 +24,10 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
     let pos = u64::try_from(folio.pos())?;
     let size = folio.size();
     let filled = info.with_layers(|blobs| {
-        let i = find_inode_in(blobs, ino).inode(ino)?;
+        let i = blobs.find(ino).inode(ino)?;
         match i.kind().inode(ino)? {
             InodeKind::Lnk => {
-                let target = i.symlink_target().inode(ino)?.ok_or(EUCLEAN)?;
+                let target = i.symlink_target().data(ino)?.ok_or(EIO)?;
                 if pos != 0 || target.len() > size {
                     return Err(EIO);
                 }
@@ -35,11 +35,11 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
                 Ok(target.len())
             }
             InodeKind::File => {
-                let file = i.file().inode(ino)?;
+                let file = i.file().data(ino)?;
                 let mut filled = 0usize;
                 let mut open: Option<(Digest, Arc<RegularFile>)> = None;
-                for piece in file.map(pos, size as u64).inode(ino)? {
-                    let piece = piece.inode(ino)?;
+                for piece in file.map(pos, size as u64).data(ino)? {
+                    let piece = piece.data(ino)?;
                     let len = usize::try_from(piece.len)?;
                     if piece.file_offset != pos + filled as u64 || len > size - filled {
                         pr_err!("inode {}: chunk map is not contiguous\n", ino);

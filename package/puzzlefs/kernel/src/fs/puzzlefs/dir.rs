@@ -8,7 +8,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::error::{inode_error, ResultExt};
+use crate::error::ResultExt;
 use crate::inode::iget;
 use crate::PuzzleFs;
 use kernel::fs::{
@@ -17,7 +17,7 @@ use kernel::fs::{
 };
 use kernel::prelude::*;
 use kernel::types::ARef;
-use puzzlefs_format::{find_inode_in, Error as FormatError, InodeKind};
+use puzzlefs_format::{Error as FormatError, InodeKind};
 
 /// Longest name an entry can have.
 const NAME_MAX: usize = 255;
@@ -46,9 +46,7 @@ pub(crate) fn lookup(
     let sb = parent.super_block();
     let dir_ino = parent.ino();
     let ino = sb.data().with_layers(|blobs| {
-        let dir = find_inode_in(blobs, dir_ino)
-            .and_then(|i| i.dir())
-            .inode(dir_ino)?;
+        let dir = blobs.find(dir_ino).and_then(|i| i.dir()).inode(dir_ino)?;
         Ok(dir.lookup(name).inode(dir_ino)?.map(|e| e.ino))
     })?;
     let Some(ino) = ino else {
@@ -73,20 +71,27 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
         return Ok(());
     };
     dir.super_block().data().with_layers(|blobs| {
-        let d = find_inode_in(blobs, dir_ino)
-            .and_then(|i| i.dir())
-            .inode(dir_ino)?;
+        let d = blobs.find(dir_ino).and_then(|i| i.dir()).inode(dir_ino)?;
         for entry in d.entries_from(start) {
             let entry = entry.inode(dir_ino)?;
-            let kind = match find_inode_in(blobs, entry.ino).and_then(|i| i.kind()) {
+            let kind = match blobs.find(entry.ino).and_then(|i| i.kind()) {
                 Ok(kind) => kind,
                 Err(FormatError::Whiteout(_)) => {
                     emitter.skip();
                     continue;
                 }
-                Err(e) => return Err(inode_error(entry.ino, e)),
+                // A damaged entry is listed as of unknown type; looking it up reports the
+                // damage (EUCLEAN), so the rest of the directory stays readable.
+                Err(_) => InodeKind::Unknown,
             };
-            if !emitter.emit(entry.name, entry.ino, entry_type(kind)) {
+            // Inode number 0 is never valid, and C libraries skip entries that have it: show
+            // the damaged entry under a stand-in number so that it is seen (and fails).
+            let d_ino = if entry.ino == 0 {
+                u64::from(u32::MAX)
+            } else {
+                entry.ino
+            };
+            if !emitter.emit(entry.name, d_ino, entry_type(kind)) {
                 break;
             }
         }

@@ -25,10 +25,20 @@ pub(crate) fn inode_error(ino: u64, e: FormatError) -> Error {
 pub(crate) trait ResultExt<T> {
     /// Maps the error for inode `ino` (see [`inode_error`]).
     fn inode(self, ino: u64) -> Result<T>;
+
+    /// Maps an error met while reading the data of inode `ino`: `EIO` for that read.
+    fn data(self, ino: u64) -> Result<T>;
 }
 
 impl<T> ResultExt<T> for core::result::Result<T, FormatError> {
     fn inode(self, ino: u64) -> Result<T> {
         self.map_err(|e| inode_error(ino, e))
+    }
+
+    fn data(self, ino: u64) -> Result<T> {
+        self.map_err(|e| {
+            pr_err!("inode {}: reading data: {}\n", ino, e);
+            EIO
+        })
     }
 }

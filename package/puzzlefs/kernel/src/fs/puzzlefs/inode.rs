@@ -68,15 +68,14 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
 
 /// Returns the VFS inode for metadata inode `ino`, from the inode cache or made now.
 ///
-/// A whiteout or missing inode is `ENOENT`; damaged metadata `EUCLEAN`.
+/// A whiteout is `ENOENT` (the name is hidden); a missing inode (a dangling directory entry)
+/// or damaged metadata is `EUCLEAN`.
 pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<ARef<INode<PuzzleFs>>> {
-    let params =
-        sb.data()
-            .with_layers(|blobs| match puzzlefs_format::find_inode_in(blobs, ino) {
-                Ok(inode) => params(&inode).inode(ino),
-                Err(FormatError::Whiteout(_) | FormatError::InodeNotFound(_)) => Err(ENOENT),
-                Err(e) => Err(inode_error(ino, e)),
-            })?;
+    let params = sb.data().with_layers(|blobs| match blobs.find(ino) {
+        Ok(inode) => params(&inode).inode(ino),
+        Err(FormatError::Whiteout(_)) => Err(ENOENT),
+        Err(e) => Err(inode_error(ino, e)),
+    })?;
     match sb.get_or_create_inode(ino)? {
         Lookup::Cached(inode) => Ok(inode),
         Lookup::New(new) => new.init(params).map_err(|e| {

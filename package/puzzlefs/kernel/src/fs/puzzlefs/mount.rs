@@ -30,7 +30,8 @@ use kernel::sha256;
 use kernel::str::CString;
 use kernel::sync::{Arc, Mutex};
 use puzzlefs_format::{
-    find_inode_in, parse_hex_digest, Digest, HexDigest, InodeKind, Manifest, MetadataBlob,
+    find_inode, parse_hex_digest, Digest, HexDigest, Inode, InodeKind, Layer, Manifest,
+    MetadataBlob,
 };
 
 /// Magic number reported by `statfs` ("PZFS").
@@ -48,6 +49,16 @@ const MAX_LAYERS: usize = 256;
 pub(crate) struct Options {
     oci_root_dir: Option<CString>,
     image_manifest: Option<Digest>,
+}
+
+/// The layer views of one operation, top first.
+pub(crate) struct Layers<'a>(KVec<Layer<'a>>);
+
+impl<'a> Layers<'a> {
+    /// Finds inode `ino`: the top-most layer holding it wins (see `find_inode`).
+    pub(crate) fn find(&self, ino: u64) -> puzzlefs_format::Result<Inode<'a>> {
+        find_inode(self.0.iter().copied(), ino)
+    }
 }
 
 /// Per-mount data.
@@ -70,10 +81,11 @@ impl Info {
     /// Runs `f` on the parsed metadata layers (top first).
     ///
     /// Parsing only reads the Cap'n Proto segment tables; each call gets a fresh read budget
-    /// (see the `puzzlefs_format` crate docs).
+    /// (see the `puzzlefs_format` crate docs), and each layer's inode list is followed once
+    /// per call (following it again would charge the budget for the whole list again).
     pub(crate) fn with_layers<R>(
         &self,
-        f: impl for<'a> FnOnce(&[MetadataBlob<'a>]) -> Result<R>,
+        f: impl for<'a, 'b> FnOnce(&'b Layers<'a>) -> Result<R>,
     ) -> Result<R> {
         let mut blobs = KVec::with_capacity(self.layers.len(), GFP_KERNEL)?;
         for (i, bytes) in self.layers.iter().enumerate() {
@@ -84,7 +96,16 @@ impl Info {
             })?;
             blobs.push(blob, GFP_KERNEL)?;
         }
-        f(&blobs)
+        let mut layers = KVec::with_capacity(blobs.len(), GFP_KERNEL)?;
+        for (i, blob) in blobs.iter().enumerate() {
+            let layer = blob.layer().map_err(|e| {
+                pr_err!("metadata layer {}: {}\n", i, e);
+                EUCLEAN
+            })?;
+            layers.push(layer, GFP_KERNEL)?;
+        }
+        let layers = Layers(layers);
+        f(&layers)
     }
 
     /// Opens chunk blob `digest` of the image directory (or finds it open).
@@ -294,7 +315,7 @@ pub(crate) fn fill_super(
         metadata_bytes,
     };
     let root_kind = info.with_layers(|blobs| {
-        let root = find_inode_in(blobs, puzzlefs_format::ROOT_INO).and_then(|i| i.kind());
+        let root = blobs.find(puzzlefs_format::ROOT_INO).and_then(|i| i.kind());
         Ok(root)
     })?;
     match root_kind {

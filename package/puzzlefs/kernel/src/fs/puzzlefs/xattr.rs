@@ -8,13 +8,12 @@ use crate::error::ResultExt;
 use crate::PuzzleFs;
 use kernel::fs::{inode::INode, xattr::XattrList};
 use kernel::prelude::*;
-use puzzlefs_format::find_inode_in;
 
 /// Lists the names of the xattrs of `inode`.
 pub(crate) fn list(inode: &INode<PuzzleFs>, list: &mut XattrList<'_>) -> Result {
     let ino = inode.ino();
     inode.super_block().data().with_layers(|blobs| {
-        let i = find_inode_in(blobs, ino).inode(ino)?;
+        let i = blobs.find(ino).inode(ino)?;
         for x in i.xattrs().inode(ino)? {
             list.add(x.inode(ino)?.key)?;
         }
@@ -27,7 +26,7 @@ pub(crate) fn list(inode: &INode<PuzzleFs>, list: &mut XattrList<'_>) -> Result 
 pub(crate) fn get(inode: &INode<PuzzleFs>, name: &[u8], buf: &mut [u8]) -> Result<usize> {
     let ino = inode.ino();
     inode.super_block().data().with_layers(|blobs| {
-        let i = find_inode_in(blobs, ino).inode(ino)?;
+        let i = blobs.find(ino).inode(ino)?;
         let value = i.xattr(name).inode(ino)?.ok_or(ENODATA)?;
         if buf.is_empty() {
             return Ok(value.len());
