@@ -35,6 +35,9 @@ make:/usr/bin/make
 erofs-utils:/usr/bin/mkfs.erofs
 squashfs-tools:/usr/bin/mksquashfs
 attr:/usr/bin/getfattr
+gcc:/usr/bin/gcc
+libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
+python3:/usr/bin/python3
 "
 BINDGEN_VERSION=0.73.2
 
