@@ -6,8 +6,11 @@ KERNEL_RUSTC=${KERNEL_RUSTC:-/usr/bin/rustc}
 KERNEL_BINDGEN=${KERNEL_BINDGEN:-$(PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH" command -v bindgen || echo bindgen)}
 KERNEL_RUST_LIB_SRC=${KERNEL_RUST_LIB_SRC:-/usr/lib/rustlib/src/rust/library}
 
+# The kernel's own O= must not come from our make's command line (make
+# passes it down in MAKEFLAGS): `make O=<dir>` places this project's output,
+# the kernel is always built in its tree.
 kmake() {
-	make -C "$LINUX_DIR" ARCH=x86_64 LLVM=-19 \
+	env -u MAKEFLAGS -u MAKEOVERRIDES -u MFLAGS make -C "$LINUX_DIR" ARCH=x86_64 LLVM=-19 \
 		RUSTC="$KERNEL_RUSTC" BINDGEN="$KERNEL_BINDGEN" \
 		RUSTFMT=/usr/bin/rustfmt CLIPPY_DRIVER=/usr/bin/clippy-driver \
 		RUSTDOC=/usr/bin/rustdoc \
