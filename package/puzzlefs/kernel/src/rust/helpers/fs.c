@@ -3,6 +3,7 @@
 #include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
+#include <linux/lockdep.h>
 #include <linux/pagemap.h>
 
 bool rust_helper_dir_emit(struct dir_context *ctx, const char *name, int namelen,
@@ -80,4 +81,18 @@ void rust_helper_put_cred(const struct cred *cred)
 void rust_helper_mapping_set_large_folios(struct address_space *mapping)
 {
 	mapping_set_large_folios(mapping);
+}
+
+/*
+ * Real functions with CONFIG_LOCKDEP, empty inlines without: Rust calls these
+ * for the lock class keys of a file system type it allocated.
+ */
+void rust_helper_lockdep_register_key(struct lock_class_key *key)
+{
+	lockdep_register_key(key);
+}
+
+void rust_helper_lockdep_unregister_key(struct lock_class_key *key)
+{
+	lockdep_unregister_key(key);
 }

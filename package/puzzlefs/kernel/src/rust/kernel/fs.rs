@@ -122,7 +122,8 @@ pub trait FileSystem: Sized + Send + Sync + 'static {
 /// # Invariants
 ///
 /// `fs` is registered with the VFS for the lifetime of the value, and is heap-allocated so that
-/// it does not move while registered.
+/// it does not move while registered; the lock class keys it holds are registered with lockdep
+/// (which accepts keys outside static memory only once registered) for as long as `fs` exists.
 pub struct Registration {
     fs: KBox<Opaque<bindings::file_system_type>>,
 }
@@ -133,6 +134,40 @@ unsafe impl Send for Registration {}
 
 // SAFETY: `Registration` has no methods that take `&self`.
 unsafe impl Sync for Registration {}
+
+/// Calls `f` with the address of each lock class key of file system type `fs`.
+///
+/// # Safety
+///
+/// `fs` must point to a valid `file_system_type`.
+unsafe fn for_each_lock_key(
+    fs: *mut bindings::file_system_type,
+    f: impl Fn(*mut bindings::lock_class_key),
+) {
+    fn elements<T, const N: usize>(a: *mut [T; N]) -> impl Iterator<Item = *mut T> {
+        (0..N).map(move |i| a.cast::<T>().wrapping_add(i))
+    }
+    // SAFETY: `fs` is valid (function contract); only addresses of its fields are taken.
+    let writers = unsafe { ptr::addr_of_mut!((*fs).s_writers_key) };
+    // SAFETY: As above.
+    let keys = unsafe {
+        [
+            ptr::addr_of_mut!((*fs).s_lock_key),
+            ptr::addr_of_mut!((*fs).s_umount_key),
+            ptr::addr_of_mut!((*fs).s_vfs_rename_key),
+            ptr::addr_of_mut!((*fs).i_lock_key),
+            ptr::addr_of_mut!((*fs).i_mutex_key),
+            ptr::addr_of_mut!((*fs).invalidate_lock_key),
+            ptr::addr_of_mut!((*fs).i_mutex_dir_key),
+        ]
+    };
+    for key in keys {
+        f(key);
+    }
+    for key in elements(writers) {
+        f(key);
+    }
+}
 
 impl Registration {
     /// Registers file system type `T` for `module`.
@@ -149,10 +184,17 @@ impl Registration {
             }),
             GFP_KERNEL,
         )?;
+        // SAFETY: `fs` is valid; each key is registered once, before any lock uses it, and
+        // stays at its address until unregistered.
+        unsafe { for_each_lock_key(fs.get(), |k| bindings::lockdep_register_key(k)) };
         // SAFETY: `fs` points to a valid, fully initialised `file_system_type` that lives at a
         // stable address until `drop` unregisters it.
-        to_result(unsafe { bindings::register_filesystem(fs.get()) })?;
-        // INVARIANT: `fs` was registered just above.
+        if let Err(e) = to_result(unsafe { bindings::register_filesystem(fs.get()) }) {
+            // SAFETY: The keys were registered above and no lock was initialised with them.
+            unsafe { for_each_lock_key(fs.get(), |k| bindings::lockdep_unregister_key(k)) };
+            return Err(e);
+        }
+        // INVARIANT: `fs` and its keys were registered just above.
         Ok(Self { fs })
     }
 }
@@ -161,6 +203,10 @@ impl Drop for Registration {
     fn drop(&mut self) {
         // SAFETY: By the type invariant, `self.fs` is registered.
         unsafe { bindings::unregister_filesystem(self.fs.get()) };
+        // SAFETY: By the type invariant the keys are registered. No lock uses them any more:
+        // the type is unregistered, and each super block held a reference to the module, so
+        // none is left when the module's registration is dropped.
+        unsafe { for_each_lock_key(self.fs.get(), |k| bindings::lockdep_unregister_key(k)) };
     }
 }
 
