@@ -6,6 +6,10 @@
 //! decompresses all of it (a chunk is at most a few hundred KiB); the result is cached so that
 //! reading the file sequentially decompresses each chunk once, not once per page. The cache
 //! holds at most [`SLOTS`] chunks and [`MAX_CACHE_BYTES`] bytes, least recently used out first.
+//!
+//! Decompression runs outside the cache lock, so that readers of different chunks proceed in
+//! parallel; each takes a decompression context from a small per-mount pool (or makes one when
+//! all are busy) and gives it back afterwards, at most [`POOL`] being kept.
 
 #![forbid(unsafe_code)]
 
@@ -23,6 +27,8 @@ const MAX_CHUNK: usize = 4 << 20;
 const SLOTS: usize = 32;
 /// Bytes of decompressed chunks kept per mount.
 const MAX_CACHE_BYTES: usize = 8 << 20;
+/// Idle decompression contexts kept per mount (a context is ~100 KiB of workspace).
+const POOL: usize = 4;
 
 struct Slot {
     digest: Digest,
@@ -35,8 +41,8 @@ pub(crate) struct ChunkCache {
     slots: [Option<Slot>; SLOTS],
     bytes: usize,
     clock: u64,
-    /// Made on the first miss, then reused (decompression happens under the lock).
-    decompressor: Option<Decompressor>,
+    /// Idle decompression contexts, made on demand and reused.
+    idle: [Option<Decompressor>; POOL],
 }
 
 impl ChunkCache {
@@ -46,8 +52,19 @@ impl ChunkCache {
             slots: [const { None }; SLOTS],
             bytes: 0,
             clock: 0,
-            decompressor: None,
+            idle: [const { None }; POOL],
         })
+    }
+
+    fn take_decompressor(&mut self) -> Option<Decompressor> {
+        self.idle.iter_mut().find_map(Option::take)
+    }
+
+    /// Keeps `d` for later use if the pool has room; drops it otherwise.
+    fn put_decompressor(&mut self, d: Decompressor) {
+        if let Some(free) = self.idle.iter_mut().find(|s| s.is_none()) {
+            *free = Some(d);
+        }
     }
 
     fn get(&mut self, digest: &Digest) -> Option<Arc<KVVec<u8>>> {
@@ -108,15 +125,15 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
         pr_err!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
         EIO
     })?;
+    let idle = info.chunks.lock().take_decompressor();
+    let mut decompressor = match idle {
+        Some(d) => d,
+        None => Decompressor::new()?,
+    };
+    let data = decompressor.decompress(&src, MAX_CHUNK);
     let mut cache = info.chunks.lock();
-    if let Some(data) = cache.get(digest) {
-        return Ok(data);
-    }
-    if cache.decompressor.is_none() {
-        cache.decompressor = Some(Decompressor::new()?);
-    }
-    let decompressor = cache.decompressor.as_mut().ok_or(ENOMEM)?;
-    let data = decompressor.decompress(&src, MAX_CHUNK).map_err(|_| {
+    cache.put_decompressor(decompressor);
+    let data = data.map_err(|_| {
         pr_err!(
             "inode {}: chunk blob {} is not a valid zstd frame\n",
             ino,
@@ -124,6 +141,10 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
         );
         EIO
     })?;
+    // Another reader may have decompressed the same chunk meanwhile: keep one copy.
+    if let Some(cached) = cache.get(digest) {
+        return Ok(cached);
+    }
     let data = Arc::new(data, GFP_KERNEL)?;
     cache.insert(digest, &data);
     Ok(data)
