@@ -4,6 +4,7 @@
 #   make                           build bzImage + rootfs.cpio
 #   make run                       boot it in QEMU, console on this terminal
 #   make test                      build what is missing, cargo tests, boot once, run test/cases
+#   make test-debug                the suite (and test/debug) on a KASAN + kmemleak kernel, in $(O)/debug
 #
 # With BUILDROOT=<path to a Buildroot checkout> every target is delegated to
 # that Buildroot with BR2_EXTERNAL=br2-external. Without it the host build
@@ -55,8 +56,8 @@ HOST_DIR := $(O)/host
 
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS HOST_DIR
 
-.PHONY: all deps deps-check puzzlefs_qemu_defconfig linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static linux-update-defconfig kernel-series bench-builder clean help check-config ensure-config
+.PHONY: all deps deps-check linux puzzlefs rootfs run test \
+	test-cargo test-suite test-static test-debug linux-update-defconfig kernel-series bench-builder clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -71,7 +72,7 @@ deps:
 deps-check:
 	@support/deps.sh --check >/dev/null 2>&1 || support/deps.sh
 
-puzzlefs_qemu_defconfig: configs/puzzlefs_qemu_defconfig
+%_defconfig: configs/%_defconfig
 	@mkdir -p $(O)
 	@cp $< $(BR2_CONFIG)
 	@echo ">>> wrote $(BR2_CONFIG) from $<"
@@ -106,6 +107,16 @@ run: ensure-config
 test: ensure-config
 	@$(MAKE) --no-print-directory all test-static test-cargo test-suite
 
+# The same appliance on a debug kernel (linux-debug.fragment: KASAN,
+# kmemleak, lockdep), in its own output directory, running test/cases plus
+# test/debug (kmemleak after mount, read and unload cycles). KASAN under
+# TCG is slow: the guest gets more memory and the cases longer timeouts.
+DEBUG_O := $(O)/debug
+test-debug:
+	@test -f $(DEBUG_O)/.config || $(MAKE) --no-print-directory O=$(DEBUG_O) puzzlefs_qemu_debug_defconfig
+	@$(MAKE) --no-print-directory O=$(DEBUG_O) all test-static
+	@PUZZLEFS_MEM=2048 TIMEOUT_SCALE=4 $(MAKE) --no-print-directory O=$(DEBUG_O) test-suite DEBUG_SUITE=1
+
 # Host-side checks: the Buildroot description is well-formed and the host
 # build used exactly what it says.
 test-static: check-config
@@ -127,7 +138,7 @@ test-cargo: deps-check
 
 test-suite: check-config
 	@mkdir -p $(O)/test
-	@IMAGES=$(O)/images OUT=$(O)/test CASES='$(CASES)' \
+	@IMAGES=$(O)/images OUT=$(O)/test CASES='$(CASES)' DEBUG_SUITE='$(DEBUG_SUITE)' \
 		KERNEL_RELEASE_FILE=$$(cat $(O)/build/linux-dir)/include/config/kernel.release \
 		expect test/run.exp
 

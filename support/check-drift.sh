@@ -1,7 +1,8 @@
 #!/bin/sh
 # check-drift.sh <output-dir>: the host build and the Buildroot description
 # cannot drift apart.
-#  1. output/.config is the committed defconfig (no stale copy);
+#  1. output/.config is one of the committed configs/*_defconfig (no stale
+#     copy); the checks below read that defconfig;
 #  2. the settings the host build used (recorded by support/linux.sh and
 #     support/rootfs.sh) are exactly those the defconfig names, read here
 #     independently of the Makefile;
@@ -11,16 +12,20 @@
 set -eu
 O=$1
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-DEFCONFIG=$REPO/configs/puzzlefs_qemu_defconfig
+DEFCONFIG=
+for c in "$REPO"/configs/*_defconfig; do
+	cmp -s "$c" "$O/.config" && DEFCONFIG=$c && break
+done
 . "$REPO/support/kmake.sh"
 bad=0
 ok() { echo "drift: ok: $*"; }
 ko() { echo "drift: FAIL: $*" >&2; bad=1; }
 
-if cmp -s "$DEFCONFIG" "$O/.config"; then
-	ok "output/.config is configs/puzzlefs_qemu_defconfig"
+if [ -n "$DEFCONFIG" ]; then
+	ok "$O/.config is configs/$(basename "$DEFCONFIG")"
 else
-	ko "$O/.config differs from $DEFCONFIG (run: make puzzlefs_qemu_defconfig)"
+	ko "$O/.config is none of configs/*_defconfig (run: make puzzlefs_qemu_defconfig)"
+	exit 1
 fi
 
 # value <SYMBOL>: the defconfig's string value, quotes stripped, the

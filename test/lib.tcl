@@ -7,6 +7,9 @@
 
 set prompt "puzzlefs# "
 set default_timeout 60
+# A debug kernel (KASAN, kmemleak, lockdep) under TCG runs several times
+# slower: every timeout given to `run` is scaled by this factor.
+set timeout_scale [expr {[info exists env(TIMEOUT_SCALE)] && $env(TIMEOUT_SCALE) ne "" ? $env(TIMEOUT_SCALE) : 1}]
 set verdict ""
 set oops_seen ""
 
@@ -71,6 +74,7 @@ proc boot {images timeout_s} {
 proc run {cmd {timeout_s ""}} {
 	global prompt
 	if {$timeout_s eq ""} { set timeout_s $::default_timeout }
+	set timeout_s [expr {$timeout_s * $::timeout_scale}]
 	set timeout $timeout_s
 	send -- "$cmd; echo \"@@rc=\$?@@\"\r"
 	expect {
