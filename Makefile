@@ -57,7 +57,7 @@ HOST_DIR := $(O)/host
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static test-debug linux-update-defconfig kernel-series bench-builder clean help check-config ensure-config
+	test-cargo test-suite test-static test-debug linux-update-defconfig kernel-series kernel-check bench-builder clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -149,6 +149,11 @@ bench-builder: check-config deps-check puzzlefs
 
 kernel-series: check-config
 	@package/puzzlefs/kernel/export-series.sh $(O)/series
+
+# The kernel side's lint bar: rustfmtcheck, CLIPPY=1, checkpatch over the
+# exported series (support/kernel-check.sh says what is allowed).
+kernel-check: check-config deps-check linux
+	@support/kernel-check.sh $(O)
 
 clean:
 	rm -rf $(O)
