@@ -4,11 +4,13 @@
 #
 #   test/bench/bench-builder.sh [SRC_DIR]
 #
-# SRC_DIR   tree to pack (default: the Rust sources of rust-web-src,
-#           /usr/lib/rustlib/src/rust/library)
+# SRC_DIR   tree to pack (default: the whole Rust source tree that
+#           rust-web-src installs, /usr/lib/rustlib/src/rust: ~36k files)
 # REPS      repetitions per tool (default 3; the median is reported)
 # PUZZLEFS  puzzlefs binary (default: build package/puzzlefs in release mode)
 # JOBS      cargo -j when building puzzlefs (default 2)
+# PUZZLEFS_PREV  optional second puzzlefs binary (e.g. the previous release),
+#           timed and sized alongside as puzzlefs-prev / puzzlefs-prev-zstd
 #
 # Each tool writes into a fresh directory per repetition; the first, untimed
 # pass warms the page cache so every tool reads the tree from memory.
@@ -16,7 +18,8 @@
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-src=${1:-/usr/lib/rustlib/src/rust/library}
+# The package installs a symlink; find does not follow it.
+src=$(realpath "${1:-/usr/lib/rustlib/src/rust}")
 reps=${REPS:-3}
 jobs=${JOBS:-2}
 
@@ -61,6 +64,7 @@ echo "tree: $src ($files files, $bytes bytes), $reps repetitions, $(nproc) CPUs"
 find "$src" -type f -exec cat {} + >/dev/null   # warm the page cache
 
 tools="puzzlefs puzzlefs-zstd erofs erofs-lz4hc squashfs-zstd"
+[ -n "${PUZZLEFS_PREV:-}" ] && tools="$tools puzzlefs-prev puzzlefs-prev-zstd"
 for tool in $tools; do
 	: >"$work/$tool.times"
 	r=0
@@ -68,6 +72,8 @@ for tool in $tools; do
 		case $tool in
 		puzzlefs)      o=$work/oci-plain; run $tool "$o" "$PUZZLEFS" -q build "$src" "$o" bench ;;
 		puzzlefs-zstd) o=$work/oci-zstd;  run $tool "$o" "$PUZZLEFS" -q build -c "$src" "$o" bench ;;
+		puzzlefs-prev) o=$work/oci-prev;  run $tool "$o" "$PUZZLEFS_PREV" -q build "$src" "$o" bench ;;
+		puzzlefs-prev-zstd) o=$work/oci-prev-zstd; run $tool "$o" "$PUZZLEFS_PREV" -q build -c "$src" "$o" bench ;;
 		erofs)         o=$work/img.erofs; run $tool "$o" mkfs.erofs --quiet "$o" "$src" ;;
 		erofs-lz4hc)   o=$work/img-lz4hc.erofs; run $tool "$o" mkfs.erofs --quiet -zlz4hc "$o" "$src" ;;
 		squashfs-zstd) o=$work/img.sqfs;  run $tool "$o" mksquashfs "$src" "$o" -comp zstd -noappend -quiet -no-progress ;;
