@@ -113,7 +113,7 @@ test: ensure-config
 # TCG is slow: the guest gets more memory and the cases longer timeouts.
 DEBUG_O := $(O)/debug
 test-debug:
-	@test -f $(DEBUG_O)/.config || $(MAKE) --no-print-directory O=$(DEBUG_O) puzzlefs_qemu_debug_defconfig
+	@$(MAKE) --no-print-directory O=$(DEBUG_O) puzzlefs_qemu_debug_defconfig
 	@$(MAKE) --no-print-directory O=$(DEBUG_O) all test-static
 	@PUZZLEFS_MEM=2048 TIMEOUT_SCALE=4 $(MAKE) --no-print-directory O=$(DEBUG_O) test-suite DEBUG_SUITE=1
 
