@@ -68,19 +68,21 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
 
 /// Returns the VFS inode for metadata inode `ino`, from the inode cache or made now.
 ///
-/// A whiteout is `ENOENT` (the name is hidden); a missing inode (a dangling directory entry)
-/// or damaged metadata is `EUCLEAN`.
+/// The metadata is read only for an inode not yet cached. A whiteout is `ENOENT` (the name is
+/// hidden); a missing inode (a dangling directory entry) or damaged metadata is `EUCLEAN`. A new
+/// inode that cannot be described is dropped unused, which marks it bad (`iget_failed`).
 pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<ARef<INode<PuzzleFs>>> {
+    let new = match sb.get_or_create_inode(ino)? {
+        Lookup::Cached(inode) => return Ok(inode),
+        Lookup::New(new) => new,
+    };
     let params = sb.data().with_layers(|blobs| match blobs.find(ino) {
         Ok(inode) => params(&inode).inode(ino),
         Err(FormatError::Whiteout(_)) => Err(ENOENT),
         Err(e) => Err(inode_error(ino, e)),
     })?;
-    match sb.get_or_create_inode(ino)? {
-        Lookup::Cached(inode) => Ok(inode),
-        Lookup::New(new) => new.init(params).map_err(|e| {
-            pr_err!("inode {}: cannot be described to the VFS: {:?}\n", ino, e);
-            EUCLEAN
-        }),
-    }
+    new.init(params).map_err(|e| {
+        pr_err!("inode {}: cannot be described to the VFS: {:?}\n", ino, e);
+        EUCLEAN
+    })
 }
