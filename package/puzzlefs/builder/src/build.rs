@@ -14,19 +14,16 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
-use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
-use sha2::{Digest as _, Sha256};
 
 use puzzlefs_format::{find_inode, BlobRef, Digest, Error as FmtError, InodeKind, NAME_MAX};
 
+use crate::chunks::chunk_and_store;
 use crate::image::{self, Image};
 use crate::model::{encode_layer, encode_manifest, FileChunk, InodeRec, Kind};
 use crate::oci::OciDir;
@@ -34,12 +31,7 @@ use crate::progress::Progress;
 use crate::sys;
 use crate::verity;
 
-/// FastCDC minimum chunk size.
-pub const MIN_CHUNK: u32 = 16 * 1024;
-/// FastCDC average chunk size.
-pub const AVG_CHUNK: u32 = 64 * 1024;
-/// FastCDC maximum chunk size.
-pub const MAX_CHUNK: u32 = 256 * 1024;
+pub use crate::chunks::{AVG_CHUNK, MAX_CHUNK, MIN_CHUNK};
 /// Default zstd level for `--compression` (the other implementation's, so
 /// that the same tree gives the same compressed chunks).
 pub const ZSTD_LEVEL: i32 = 3;
@@ -356,20 +348,23 @@ fn scan(
         }
         let dir = out[qi].path.clone();
         let rel = out[qi].rel.clone();
-        let mut names: Vec<Vec<u8>> = Vec::new();
+        // Each entry is stat'ed relative to the open directory (no walk of
+        // the whole path), then the entries are sorted by name.
+        let mut names: Vec<(Vec<u8>, fs::Metadata)> = Vec::new();
         for e in fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
             let e = e.with_context(|| format!("{}", dir.display()))?;
-            names.push(e.file_name().as_bytes().to_vec());
+            let meta = e
+                .metadata()
+                .with_context(|| format!("{}", e.path().display()))?;
+            names.push((e.file_name().as_bytes().to_vec(), meta));
         }
-        names.sort();
+        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut entries = Vec::with_capacity(names.len());
-        for name in names {
+        for (name, meta) in names {
             let path = dir.join(std::ffi::OsStr::from_bytes(&name));
             if name.len() > NAME_MAX || name.contains(&0) || name.contains(&b'/') {
                 bail!("{}: name cannot be stored in the image", path.display());
             }
-            let meta =
-                fs::symlink_metadata(&path).with_context(|| format!("{}", path.display()))?;
             let mut crel = rel.clone();
             crel.push(name.clone());
             let counted = counter;
@@ -525,216 +520,4 @@ fn to_rec(
         xattrs,
         symlink,
     })
-}
-
-/// One stored chunk.
-struct ChunkInfo {
-    digest: Digest,
-    compressed: bool,
-    len: u64,
-    stored_len: u64,
-    new: bool,
-    verity: [u8; 32],
-}
-
-/// The regular files' contents, one after the other, each checked to have
-/// the size the scan saw.
-struct FileStream<'a> {
-    files: mpsc::Receiver<(PathBuf, u64)>,
-    idx: usize,
-    cur: Option<(PathBuf, u64, fs::File)>,
-    read: u64,
-    abort: &'a AtomicBool,
-    progress: &'a Progress,
-}
-
-impl Read for FileStream<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        loop {
-            if self.abort.load(Ordering::Relaxed) {
-                return Err(io::Error::other("aborted"));
-            }
-            if self.cur.is_none() {
-                let Ok((path, size)) = self.files.recv() else {
-                    return Ok(0);
-                };
-                let f = fs::File::open(&path)
-                    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-                self.cur = Some((path, size, f));
-                self.read = 0;
-                self.idx += 1;
-                self.progress.files(self.idx as u64);
-            }
-            let (path, size, f) = self.cur.as_mut().expect("opened above");
-            let n = f
-                .read(buf)
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-            self.read += n as u64;
-            if self.read > *size || (n == 0 && self.read != *size) {
-                return Err(io::Error::other(format!(
-                    "{}: file changed size while being read (was {size} bytes)",
-                    path.display()
-                )));
-            }
-            if n == 0 {
-                self.cur = None;
-                continue;
-            }
-            self.progress.add_bytes(n as u64);
-            return Ok(n);
-        }
-    }
-}
-
-fn chunk_and_store(
-    oci: &OciDir,
-    files: mpsc::Receiver<(PathBuf, u64)>,
-    compression: Option<i32>,
-    threads: usize,
-    progress: &Progress,
-) -> Result<Vec<ChunkInfo>> {
-    let abort = AtomicBool::new(false);
-    let (work_tx, work_rx) = mpsc::sync_channel::<(usize, Vec<u8>)>(threads * 2);
-    let work_rx = Arc::new(Mutex::new(work_rx));
-    let (res_tx, res_rx) = mpsc::channel::<Result<(usize, ChunkInfo)>>();
-    let mut out: Vec<Option<ChunkInfo>> = Vec::new();
-    let mut first_err: Option<anyhow::Error> = None;
-    std::thread::scope(|s| {
-        {
-            let res_tx = res_tx.clone();
-            let abort = &abort;
-            s.spawn(move || {
-                let stream = FileStream {
-                    files,
-                    idx: 0,
-                    cur: None,
-                    read: 0,
-                    abort,
-                    progress,
-                };
-                let cdc = fastcdc::v2020::StreamCDC::new(stream, MIN_CHUNK, AVG_CHUNK, MAX_CHUNK);
-                for (seq, c) in cdc.enumerate() {
-                    match c {
-                        Ok(c) => {
-                            if work_tx.send((seq, c.data)).is_err() {
-                                break;
-                            }
-                        }
-                        Err(e) => {
-                            let msg = match e {
-                                fastcdc::v2020::Error::IoError(e) => e.to_string(),
-                                other => other.to_string(),
-                            };
-                            let _ = res_tx.send(Err(anyhow!(msg)));
-                            break;
-                        }
-                    }
-                }
-            });
-        }
-        for _ in 0..threads.max(1) {
-            let res_tx = res_tx.clone();
-            let work_rx = Arc::clone(&work_rx);
-            let abort = &abort;
-            s.spawn(move || loop {
-                let job = work_rx.lock().expect("work queue lock").recv();
-                let Ok((seq, data)) = job else { break };
-                if abort.load(Ordering::Relaxed) {
-                    continue;
-                }
-                let r = store_chunk(oci, &data, compression).map(|c| (seq, c));
-                if res_tx.send(r).is_err() {
-                    break;
-                }
-            });
-        }
-        drop(res_tx);
-        for r in res_rx {
-            match r {
-                Ok((seq, c)) => {
-                    if out.len() <= seq {
-                        out.resize_with(seq + 1, || None);
-                    }
-                    out[seq] = Some(c);
-                }
-                Err(e) => {
-                    abort.store(true, Ordering::Relaxed);
-                    first_err.get_or_insert(e);
-                }
-            }
-        }
-    });
-    if let Some(e) = first_err {
-        return Err(e);
-    }
-    out.into_iter()
-        .map(|c| c.ok_or_else(|| anyhow!("internal: missing chunk result")))
-        .collect()
-}
-
-fn store_chunk(oci: &OciDir, data: &[u8], compression: Option<i32>) -> Result<ChunkInfo> {
-    let compressed = if let Some(level) = compression {
-        let z = zstd::stream::encode_all(data, level).context("zstd")?;
-        (z.len() < data.len()).then_some(z)
-    } else {
-        None
-    };
-    let stored: &[u8] = compressed.as_deref().unwrap_or(data);
-    let digest: Digest = Sha256::digest(stored).into();
-    let new = oci.put_blob_with_digest(&digest, stored)?;
-    Ok(ChunkInfo {
-        digest,
-        compressed: compressed.is_some(),
-        len: data.len() as u64,
-        stored_len: stored.len() as u64,
-        new,
-        verity: verity::measure(stored),
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn read_all(list: &[(PathBuf, u64)]) -> io::Result<Vec<u8>> {
-        let (tx, files) = mpsc::channel();
-        for f in list {
-            tx.send(f.clone()).unwrap();
-        }
-        drop(tx);
-        let abort = AtomicBool::new(false);
-        let progress = Progress::hidden();
-        let mut s = FileStream {
-            files,
-            idx: 0,
-            cur: None,
-            read: 0,
-            abort: &abort,
-            progress: &progress,
-        };
-        let mut out = Vec::new();
-        s.read_to_end(&mut out)?;
-        Ok(out)
-    }
-
-    #[test]
-    fn file_stream_concatenates_and_checks_sizes() {
-        let t = tempfile::tempdir().unwrap();
-        let a = t.path().join("a");
-        let b = t.path().join("b");
-        fs::write(&a, b"hello ").unwrap();
-        fs::write(&b, b"world").unwrap();
-        assert_eq!(
-            read_all(&[(a.clone(), 6), (b.clone(), 5)]).unwrap(),
-            b"hello world"
-        );
-        // The file is longer or shorter than when it was scanned.
-        for size in [4, 9] {
-            let e = read_all(&[(a.clone(), 6), (b.clone(), size)]).unwrap_err();
-            assert!(e.to_string().contains("changed size"), "{e}");
-            assert!(e.to_string().contains(&*b.to_string_lossy()), "{e}");
-        }
-        let e = read_all(&[(t.path().join("gone"), 1)]).unwrap_err();
-        assert!(e.to_string().contains("gone"), "{e}");
-    }
 }

@@ -4,6 +4,7 @@
 //! builder, decompression and hashing.
 
 pub mod build;
+pub mod chunks;
 pub mod extract;
 pub mod image;
 pub mod inspect;
