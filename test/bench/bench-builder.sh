@@ -12,8 +12,14 @@
 # PUZZLEFS_PREV  optional second puzzlefs binary (e.g. the previous release),
 #           timed and sized alongside as puzzlefs-prev / puzzlefs-prev-zstd
 #
-# Each tool writes into a fresh directory per repetition; the first, untimed
-# pass warms the page cache so every tool reads the tree from memory.
+# Each repetition of each tool writes to a new path, and nothing is deleted
+# before the script exits: on an ext4 without a journal (this kind of
+# machine's root fs) the inode allocator skips inodes freed in the last 60 s
+# one by one, so a tool that creates thousands of files (one per blob) right
+# after thousands were deleted pays a quadratic cost the first build into a
+# directory never sees. Needs free space for REPS copies of every output.
+# Before each timed command the tree is read once, untimed, so every tool
+# reads it from memory.
 # Sizes: puzzlefs = every blob of the OCI directory; erofs/squashfs = image file.
 set -eu
 
@@ -41,7 +47,12 @@ now() { date +%s.%N; }
 # run NAME OUTPUT CMD... : time one command, print seconds
 run() {
 	name=$1 out=$2; shift 2
-	rm -rf "$out"
+	# Every tool starts with the tree in the page cache (this kind of machine
+	# runs DAMON_RECLAIM, which evicts pages idle for a while) and nothing
+	# dirty (our build ends with syncfs, which would otherwise also write
+	# back the previous tool's output).
+	find "$src" -type f -exec cat {} + >/dev/null
+	sync
 	t0=$(now)
 	"$@" >/dev/null 2>"$work/$name.err" || { cat "$work/$name.err" >&2; echo "bench-builder: $name failed" >&2; exit 1; }
 	t1=$(now)
@@ -61,26 +72,27 @@ median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 files=$(find "$src" -type f | wc -l)
 bytes=$(find "$src" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
 echo "tree: $src ($files files, $bytes bytes), $reps repetitions, $(nproc) CPUs"
-find "$src" -type f -exec cat {} + >/dev/null   # warm the page cache
 
 tools="puzzlefs puzzlefs-zstd erofs erofs-lz4hc squashfs-zstd"
 [ -n "${PUZZLEFS_PREV:-}" ] && tools="$tools puzzlefs-prev puzzlefs-prev-zstd"
-for tool in $tools; do
-	: >"$work/$tool.times"
-	r=0
-	while [ "$r" -lt "$reps" ]; do
+for tool in $tools; do : >"$work/$tool.times"; done
+# Repetitions outside, tools inside: whatever drifts on the machine during
+# the run (other load, memory reclaim) hits every tool alike.
+r=0
+while [ "$r" -lt "$reps" ]; do
+	for tool in $tools; do
 		case $tool in
-		puzzlefs)      o=$work/oci-plain; run $tool "$o" "$PUZZLEFS" -q build "$src" "$o" bench ;;
-		puzzlefs-zstd) o=$work/oci-zstd;  run $tool "$o" "$PUZZLEFS" -q build -c "$src" "$o" bench ;;
-		puzzlefs-prev) o=$work/oci-prev;  run $tool "$o" "$PUZZLEFS_PREV" -q build "$src" "$o" bench ;;
-		puzzlefs-prev-zstd) o=$work/oci-prev-zstd; run $tool "$o" "$PUZZLEFS_PREV" -q build -c "$src" "$o" bench ;;
-		erofs)         o=$work/img.erofs; run $tool "$o" mkfs.erofs --quiet "$o" "$src" ;;
-		erofs-lz4hc)   o=$work/img-lz4hc.erofs; run $tool "$o" mkfs.erofs --quiet -zlz4hc "$o" "$src" ;;
-		squashfs-zstd) o=$work/img.sqfs;  run $tool "$o" mksquashfs "$src" "$o" -comp zstd -noappend -quiet -no-progress ;;
+		puzzlefs)      o=$work/oci-plain.$r; run $tool "$o" "$PUZZLEFS" -q build "$src" "$o" bench ;;
+		puzzlefs-zstd) o=$work/oci-zstd.$r;  run $tool "$o" "$PUZZLEFS" -q build -c "$src" "$o" bench ;;
+		puzzlefs-prev) o=$work/oci-prev.$r;  run $tool "$o" "$PUZZLEFS_PREV" -q build "$src" "$o" bench ;;
+		puzzlefs-prev-zstd) o=$work/oci-prev-zstd.$r; run $tool "$o" "$PUZZLEFS_PREV" -q build -c "$src" "$o" bench ;;
+		erofs)         o=$work/img.erofs.$r; run $tool "$o" mkfs.erofs --quiet "$o" "$src" ;;
+		erofs-lz4hc)   o=$work/img-lz4hc.erofs.$r; run $tool "$o" mkfs.erofs --quiet -zlz4hc "$o" "$src" ;;
+		squashfs-zstd) o=$work/img.sqfs.$r;  run $tool "$o" mksquashfs "$src" "$o" -comp zstd -noappend -quiet -no-progress ;;
 		esac >>"$work/$tool.times"
-		r=$((r + 1))
+		size_of "$o" >"$work/$tool.size"
 	done
-	size_of "$o" >"$work/$tool.size"
+	r=$((r + 1))
 done
 
 et=$(median <"$work/erofs.times")
