@@ -6,7 +6,8 @@
 //!    other implementation does, so the same tree gets the same numbers).
 //! 2. Stream the contents of every regular file, in that same order, through
 //!    one FastCDC (2020) chunker; worker threads hash, compress and store the
-//!    chunks while the chunker reads on. At most a few chunks per worker are
+//!    chunks while the chunker reads on. A small file whose contents an
+//!    earlier file has shares that file's chunk pieces instead. At most a few chunks per worker are
 //!    in memory; every file is read once and must keep its size.
 //! 3. Write the metadata layer, then the manifest, then sync, then point the
 //!    tag at the manifest in index.json. The directory lock is held
@@ -78,6 +79,8 @@ pub struct BuildStats {
     pub new_chunks: u64,
     /// Bytes of the new chunk blobs.
     pub new_chunk_bytes: u64,
+    /// Files whose contents an earlier file has (stored once).
+    pub same_files: u64,
 }
 
 /// The result of a build.
@@ -159,7 +162,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     });
     let inodes = inodes?;
     let attrs = attrs?;
-    let chunks = chunks?;
+    let crate::chunks::Stored { chunks, same_as } = chunks?;
     let total: u64 = inodes
         .iter()
         .filter(|i| i.meta.is_file())
@@ -178,6 +181,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         inodes: inodes.len() as u64,
         logical_bytes: total,
         chunks: chunks.len() as u64,
+        same_files: same_as.iter().filter(|s| s.is_some()).count() as u64,
         ..Default::default()
     };
     for c in &chunks {
@@ -187,16 +191,30 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         }
     }
 
-    // File contents: stream offsets -> chunk pieces.
+    // File contents: stream offsets -> chunk pieces; a file that repeats an
+    // earlier one takes its pieces.
     let mut file_chunks: HashMap<u64, Vec<FileChunk>> = HashMap::new();
     {
+        let mut by_file: Vec<Vec<FileChunk>> = Vec::with_capacity(same_as.len());
         let mut ci = 0usize;
         let mut chunk_start = 0u64;
         let mut pos = 0u64;
-        for i in inodes
+        let files = inodes
             .iter()
-            .filter(|i| i.meta.is_file() && i.meta.len() > 0)
-        {
+            .filter(|i| i.meta.is_file() && i.meta.len() > 0);
+        for (k, i) in files.enumerate() {
+            let same = same_as
+                .get(k)
+                .ok_or_else(|| anyhow!("internal: fewer files streamed than scanned"))?;
+            if let Some(j) = *same {
+                let pieces = by_file
+                    .get(j)
+                    .ok_or_else(|| anyhow!("internal: a file repeats a later one"))?
+                    .clone();
+                file_chunks.insert(i.ino, pieces.clone());
+                by_file.push(pieces);
+                continue;
+            }
             let end = pos + i.meta.len();
             let mut pieces = Vec::new();
             while pos < end {
@@ -219,7 +237,11 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
                     chunk_start = chunk_end;
                 }
             }
-            file_chunks.insert(i.ino, pieces);
+            file_chunks.insert(i.ino, pieces.clone());
+            by_file.push(pieces);
+        }
+        if ci != chunks.len() {
+            bail!("internal: chunk stream longer than the files");
         }
     }
 

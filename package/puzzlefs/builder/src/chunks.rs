@@ -10,14 +10,21 @@
 //! copied, to the head of the next block. Memory is bounded by the pool,
 //! whatever the size of the tree.
 //!
+//! A file of at most [`SAME_MAX`] bytes is read whole into its block and
+//! hashed (BLAKE3); when an earlier file had the same contents, its bytes
+//! leave the stream again and the file shares that file's chunk pieces
+//! (FileChunk ranges may point anywhere in a blob). Larger files go through
+//! the chunker as they are read: their chunks deduplicate by content.
+//!
 //! Each worker keeps its zstd context and output buffer for the whole build.
 //! Every stored byte is hashed twice, and that is the format: once for the
 //! blob's name (sha256) and once for its fs-verity measurement (a sha256
 //! Merkle tree).
 
+use std::collections::hash_map::{Entry, HashMap};
 use std::fs;
 use std::io::{self, Read};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -42,6 +49,11 @@ pub const MAX_CHUNK: u32 = 256 * 1024;
 /// Size of a read block (16 maximum chunks).
 const BLOCK_SIZE: usize = 4 << 20;
 
+/// Files up to this size are stored once per distinct contents. A block
+/// always has room for one such file after its tail is carried over.
+const SAME_MAX: u64 = 1 << 20;
+const _: () = assert!((SAME_MAX as usize) < BLOCK_SIZE - MAX_CHUNK as usize);
+
 /// One stored chunk.
 pub struct ChunkInfo {
     /// Name of the blob (sha256 of the stored bytes).
@@ -58,16 +70,26 @@ pub struct ChunkInfo {
     pub verity: [u8; 32],
 }
 
+/// What [`chunk_and_store`] made of the files.
+pub struct Stored {
+    /// The chunks, in stream order.
+    pub chunks: Vec<ChunkInfo>,
+    /// For each file, in the order received: `Some(j)` when its contents
+    /// are those of file `j` (earlier), whose pieces it shares; its bytes
+    /// are not in the stream. `None`: its bytes follow in the stream.
+    pub same_as: Vec<Option<usize>>,
+}
+
 /// Cuts the contents of `files` (path, size as scanned), in order, into
 /// chunks and stores them in `oci`, zstd-compressed at level `compression`
-/// when given. Returns the chunks in stream order.
+/// when given.
 pub fn chunk_and_store(
     oci: &OciDir,
     files: mpsc::Receiver<(PathBuf, u64)>,
     compression: Option<i32>,
     threads: usize,
     progress: &Progress,
-) -> Result<Vec<ChunkInfo>> {
+) -> Result<Stored> {
     let threads = threads.max(1);
     let abort = AtomicBool::new(false);
     let (job_tx, job_rx) = mpsc::channel::<Job>();
@@ -75,26 +97,25 @@ pub fn chunk_and_store(
     let (res_tx, res_rx) = mpsc::channel::<Result<(usize, ChunkInfo)>>();
     let mut out: Vec<Option<ChunkInfo>> = Vec::new();
     let mut first_err: Option<anyhow::Error> = None;
+    let mut same_as = Vec::new();
     std::thread::scope(|s| {
-        {
+        let reader = {
             let res_tx = res_tx.clone();
             let abort = &abort;
             s.spawn(move || {
-                let mut stream = FileStream {
-                    files,
-                    idx: 0,
-                    cur: None,
-                    abort,
-                    progress,
-                };
                 // Two blocks being filled and handed over, the rest in the
                 // workers' hands.
-                let mut pool = Pool::new(2 + 2 * threads);
-                if let Err(e) = read_and_cut(&mut stream, &mut pool, &job_tx) {
-                    let _ = res_tx.send(Err(anyhow!(e)));
+                let pool = Pool::new(2 + 2 * threads);
+                let mut r = Reader::new(pool, job_tx, abort, progress);
+                match r.read_all(&files) {
+                    Ok(same) => same,
+                    Err(e) => {
+                        let _ = res_tx.send(Err(anyhow!(e)));
+                        Vec::new()
+                    }
                 }
-            });
-        }
+            })
+        };
         for _ in 0..threads {
             let res_tx = res_tx.clone();
             let job_rx = &job_rx;
@@ -136,13 +157,21 @@ pub fn chunk_and_store(
                 }
             }
         }
+        match reader.join() {
+            Ok(same) => same_as = same,
+            Err(_) => {
+                first_err.get_or_insert(anyhow!("internal: the reader thread panicked"));
+            }
+        }
     });
     if let Some(e) = first_err {
         return Err(e);
     }
-    out.into_iter()
+    let chunks = out
+        .into_iter()
         .map(|c| c.ok_or_else(|| anyhow!("internal: missing chunk result")))
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(Stored { chunks, same_as })
 }
 
 /// A buffer of the pool; goes back to the pool when dropped.
@@ -240,131 +269,157 @@ impl Cutter {
     }
 }
 
-/// Reads the stream into pool blocks and sends its chunks to the workers.
-fn read_and_cut(
-    stream: &mut FileStream<'_>,
-    pool: &mut Pool,
-    jobs: &mpsc::Sender<Job>,
-) -> io::Result<()> {
-    let cutter = Cutter::new();
-    let max = MAX_CHUNK as usize;
-    let mut buf = pool.get();
-    let mut len = 0usize;
-    let mut seq = 0usize;
-    loop {
-        let mut eof = false;
-        while len < buf.len() {
-            let n = stream.fill(&mut buf[len..])?;
-            if n == 0 {
-                eof = true;
-                break;
-            }
-            len += n;
-        }
-        let block = Arc::new(Block {
-            data: buf,
-            home: pool.tx.clone(),
-        });
-        let mut start = 0usize;
-        while len - start >= max || (eof && start < len) {
-            let n = cutter.cut(&block.data[start..len]);
-            let job = Job {
-                seq,
-                block: Arc::clone(&block),
-                start,
-                end: start + n,
-            };
-            if jobs.send(job).is_err() {
-                // The workers are gone: an error was reported.
-                return Ok(());
-            }
-            seq += 1;
-            start += n;
-        }
-        if eof {
-            return Ok(());
-        }
-        buf = pool.get();
-        let tail = len - start;
-        buf[..tail].copy_from_slice(&block.data[start..len]);
-        len = tail;
-    }
-}
-
-/// A file being read.
-struct OpenFile {
-    path: PathBuf,
-    size: u64,
-    file: fs::File,
-    read: u64,
-}
-
-/// The regular files' contents, one after the other, each checked to have
-/// the size the scan saw.
-struct FileStream<'a> {
-    files: mpsc::Receiver<(PathBuf, u64)>,
-    idx: usize,
-    cur: Option<OpenFile>,
+/// Reads the files into pool blocks and sends their chunks to the workers.
+struct Reader<'a> {
+    pool: Pool,
+    jobs: mpsc::Sender<Job>,
+    cutter: Cutter,
     abort: &'a AtomicBool,
     progress: &'a Progress,
+    buf: Box<[u8]>,
+    /// Bytes of `buf` in the stream.
+    len: usize,
+    /// Number of the next chunk.
+    seq: usize,
+    /// The workers are gone (they reported an error).
+    stopped: bool,
 }
 
-impl FileStream<'_> {
-    /// Fills `buf` as far as the stream goes; 0 only at its end.
+impl<'a> Reader<'a> {
+    fn new(
+        mut pool: Pool,
+        jobs: mpsc::Sender<Job>,
+        abort: &'a AtomicBool,
+        progress: &'a Progress,
+    ) -> Self {
+        let buf = pool.get();
+        Reader {
+            pool,
+            jobs,
+            cutter: Cutter::new(),
+            abort,
+            progress,
+            buf,
+            len: 0,
+            seq: 0,
+            stopped: false,
+        }
+    }
+
+    /// Streams every file, in order; returns which files repeat an earlier
+    /// one (see [`Stored::same_as`]).
+    fn read_all(
+        &mut self,
+        files: &mpsc::Receiver<(PathBuf, u64)>,
+    ) -> io::Result<Vec<Option<usize>>> {
+        let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
+        let mut same_as = Vec::new();
+        for (idx, (path, size)) in files.iter().enumerate() {
+            if self.stopped {
+                break;
+            }
+            if self.abort.load(Ordering::Relaxed) {
+                return Err(io::Error::other("aborted"));
+            }
+            let file = fs::File::open(&path)
+                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            self.progress.files(idx as u64 + 1);
+            if size > SAME_MAX {
+                self.stream_file(file, &path, size)?;
+                same_as.push(None);
+                continue;
+            }
+            // The whole file (and the byte that shows it grew) in this block.
+            let size = size as usize;
+            if self.buf.len() - self.len < size + 1 {
+                self.hand_over(false);
+            }
+            let start = self.len;
+            self.stream_file(file, &path, size as u64)?;
+            let hash = *blake3::hash(&self.buf[start..self.len]).as_bytes();
+            match seen.entry(hash) {
+                Entry::Occupied(e) => {
+                    same_as.push(Some(*e.get()));
+                    self.len = start;
+                }
+                Entry::Vacant(e) => {
+                    e.insert(idx);
+                    same_as.push(None);
+                }
+            }
+        }
+        self.hand_over(true);
+        Ok(same_as)
+    }
+
+    /// Appends `file`, which must hold `size` bytes, to the stream.
     ///
     /// Each read asks for one byte more than the file should still hold, so
     /// that a file that grew is seen, and a shorter answer ends the file
     /// without another read (regular files return less than asked only at
     /// their end); a file that shrank is seen when a read returns nothing.
-    fn fill(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let mut done = 0usize;
-        while done < buf.len() {
-            if self.abort.load(Ordering::Relaxed) {
-                return Err(io::Error::other("aborted"));
+    fn stream_file(&mut self, mut file: fs::File, path: &Path, size: u64) -> io::Result<()> {
+        let mut read = 0u64;
+        loop {
+            if self.len == self.buf.len() {
+                self.hand_over(false);
             }
-            if self.cur.is_none() {
-                let Ok((path, size)) = self.files.recv() else {
-                    break;
-                };
-                let file = fs::File::open(&path)
-                    .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
-                self.cur = Some(OpenFile {
-                    path,
-                    size,
-                    file,
-                    read: 0,
-                });
-                self.idx += 1;
-                self.progress.files(self.idx as u64);
-            }
-            let f = self.cur.as_mut().expect("opened above");
-            let left = f.size - f.read;
-            let want = (buf.len() - done).min(usize::try_from(left + 1).unwrap_or(usize::MAX));
-            let n = match f.file.read(&mut buf[done..done + want]) {
+            let room = self.buf.len() - self.len;
+            let want = room.min(usize::try_from(size - read + 1).unwrap_or(usize::MAX));
+            let n = match file.read(&mut self.buf[self.len..self.len + want]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => {
-                    return Err(io::Error::new(
-                        e.kind(),
-                        format!("{}: {e}", f.path.display()),
-                    ))
-                }
+                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
             };
-            f.read += n as u64;
-            if f.read > f.size || (n == 0 && f.read != f.size) {
+            read += n as u64;
+            if read > size || (n == 0 && read != size) {
                 return Err(io::Error::other(format!(
-                    "{}: file changed size while being read (was {} bytes)",
-                    f.path.display(),
-                    f.size
+                    "{}: file changed size while being read (was {size} bytes)",
+                    path.display()
                 )));
             }
-            done += n;
+            self.len += n;
             self.progress.add_bytes(n as u64);
-            if n == 0 || (f.read == f.size && n < want) {
-                self.cur = None;
+            if n == 0 || (read == size && n < want) {
+                return Ok(());
             }
         }
-        Ok(done)
+    }
+
+    /// Sends the chunks of the current block: every chunk that is followed
+    /// by at least a maximum chunk's worth of bytes (so its cut point is
+    /// final), or all of them at the end of the stream. The rest moves to
+    /// the head of a fresh block.
+    fn hand_over(&mut self, end: bool) {
+        let max = MAX_CHUNK as usize;
+        let len = self.len;
+        let next = if end { None } else { Some(self.pool.get()) };
+        let data = std::mem::replace(&mut self.buf, next.unwrap_or_default());
+        let block = Arc::new(Block {
+            data,
+            home: self.pool.tx.clone(),
+        });
+        let mut start = 0usize;
+        while !self.stopped && (len - start >= max || (end && start < len)) {
+            let n = self.cutter.cut(&block.data[start..len]);
+            let job = Job {
+                seq: self.seq,
+                block: Arc::clone(&block),
+                start,
+                end: start + n,
+            };
+            if self.jobs.send(job).is_err() {
+                // The workers are gone: an error was reported.
+                self.stopped = true;
+            }
+            self.seq += 1;
+            start += n;
+        }
+        let tail = len - start;
+        if !end {
+            self.buf[..tail].copy_from_slice(&block.data[start..len]);
+        }
+        self.len = tail;
     }
 }
 
@@ -434,64 +489,85 @@ mod tests {
     use super::*;
     use rand::{RngCore, SeedableRng};
 
-    fn stream_of<'a>(
-        list: &[(PathBuf, u64)],
-        abort: &'a AtomicBool,
-        progress: &'a Progress,
-    ) -> FileStream<'a> {
+    /// Runs the reader over `list`: the chunks' bytes (in order) and the
+    /// repeats it found.
+    fn read(list: &[(PathBuf, u64)]) -> io::Result<(Vec<Job>, Vec<Option<usize>>)> {
         let (tx, files) = mpsc::channel();
         for f in list {
             tx.send(f.clone()).unwrap();
         }
-        FileStream {
-            files,
-            idx: 0,
-            cur: None,
-            abort,
-            progress,
-        }
+        drop(tx);
+        let (abort, progress) = (AtomicBool::new(false), Progress::hidden());
+        let (jobs_tx, jobs_rx) = mpsc::channel();
+        let mut r = Reader::new(Pool::new(64), jobs_tx, &abort, &progress);
+        let same = r.read_all(&files)?;
+        drop(r);
+        Ok((jobs_rx.into_iter().collect(), same))
     }
 
-    fn read_all(list: &[(PathBuf, u64)], bufsize: usize) -> io::Result<Vec<u8>> {
-        let (abort, progress) = (AtomicBool::new(false), Progress::hidden());
-        let mut s = stream_of(list, &abort, &progress);
+    fn joined(jobs: &[Job]) -> Vec<u8> {
         let mut out = Vec::new();
-        let mut buf = vec![0u8; bufsize];
-        loop {
-            let n = s.fill(&mut buf)?;
-            if n == 0 {
-                return Ok(out);
-            }
-            out.extend_from_slice(&buf[..n]);
+        for (i, j) in jobs.iter().enumerate() {
+            assert_eq!(j.seq, i);
+            out.extend_from_slice(j.data());
         }
+        out
     }
 
     #[test]
-    fn file_stream_concatenates_and_checks_sizes() {
+    fn files_are_read_in_order_and_keep_their_size() {
         let t = tempfile::tempdir().unwrap();
         let a = t.path().join("a");
         let b = t.path().join("b");
         fs::write(&a, b"hello ").unwrap();
         fs::write(&b, b"world").unwrap();
-        for bufsize in [1, 5, 6, 7, 11, 64] {
-            assert_eq!(
-                read_all(&[(a.clone(), 6), (b.clone(), 5)], bufsize).unwrap(),
-                b"hello world",
-                "buffer of {bufsize}"
-            );
-            // The file is longer or shorter than when it was scanned.
-            for size in [4, 9] {
-                let e = read_all(&[(a.clone(), 6), (b.clone(), size)], bufsize).unwrap_err();
-                assert!(e.to_string().contains("changed size"), "{e}");
-                assert!(e.to_string().contains(&*b.to_string_lossy()), "{e}");
-            }
+        let (jobs, same) = read(&[(a.clone(), 6), (b.clone(), 5)]).unwrap();
+        assert_eq!(joined(&jobs), b"hello world");
+        assert_eq!(same, [None, None]);
+        // The file is longer or shorter than when it was scanned.
+        for size in [4, 9] {
+            let Err(e) = read(&[(a.clone(), 6), (b.clone(), size)]) else {
+                panic!("size {size} accepted");
+            };
+            assert!(e.to_string().contains("changed size"), "{e}");
+            assert!(e.to_string().contains(&*b.to_string_lossy()), "{e}");
         }
-        let e = read_all(&[(t.path().join("gone"), 1)], 8).unwrap_err();
+        let Err(e) = read(&[(t.path().join("gone"), 1)]) else {
+            panic!("a missing file accepted");
+        };
         assert!(e.to_string().contains("gone"), "{e}");
     }
 
+    #[test]
+    fn a_small_file_seen_before_leaves_the_stream() {
+        let t = tempfile::tempdir().unwrap();
+        let mut rng = rand::rngs::SmallRng::seed_from_u64(5);
+        let mut big = vec![0u8; SAME_MAX as usize + 1];
+        rng.fill_bytes(&mut big);
+        let mut list = Vec::new();
+        for (name, data) in [
+            ("a", &b"same bytes"[..]),
+            ("b", b"other"),
+            ("c", b"same bytes"),
+            ("big1", &big),
+            ("big2", &big),
+            ("d", b"other"),
+        ] {
+            let p = t.path().join(name);
+            fs::write(&p, data).unwrap();
+            list.push((p, data.len() as u64));
+        }
+        let (jobs, same) = read(&list).unwrap();
+        assert_eq!(same, [None, None, Some(0), None, None, Some(1)]);
+        // Large files stay in the stream: their chunks deduplicate.
+        let mut expect = b"same bytesother".to_vec();
+        expect.extend_from_slice(&big);
+        expect.extend_from_slice(&big);
+        assert!(joined(&jobs) == expect);
+    }
+
     /// The in-place cutter finds the cut points of `StreamCDC`, whatever
-    /// the block boundaries.
+    /// the block and file boundaries.
     #[test]
     fn cuts_like_stream_cdc() {
         let mut rng = rand::rngs::SmallRng::seed_from_u64(7);
@@ -507,9 +583,18 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let mut list = Vec::new();
         let mut off = 0;
-        for (i, len) in [0usize, 1, 100_000, BLOCK_SIZE + 3, 777, 5 << 20]
-            .into_iter()
-            .enumerate()
+        // Small files (read whole) and large ones (streamed), across blocks.
+        for (i, len) in [
+            1usize,
+            100_000,
+            BLOCK_SIZE + 3,
+            777,
+            1 << 20,
+            900_000,
+            5 << 20,
+        ]
+        .into_iter()
+        .enumerate()
         {
             let len = len.min(data.len() - off);
             let p = t.path().join(i.to_string());
@@ -523,21 +608,11 @@ mod tests {
         fs::write(&p, &data[off..]).unwrap();
         list.push((p, (data.len() - off) as u64));
 
-        let (abort, progress) = (AtomicBool::new(false), Progress::hidden());
-        let mut s = stream_of(&list, &abort, &progress);
-        let mut pool = Pool::new(64);
-        let (tx, rx) = mpsc::channel();
-        read_and_cut(&mut s, &mut pool, &tx).unwrap();
-        drop(tx);
-        let jobs: Vec<Job> = rx.into_iter().collect();
+        let (jobs, same) = read(&list).unwrap();
+        assert!(same.iter().all(Option::is_none));
         let got: Vec<usize> = jobs.iter().map(|j| j.end - j.start).collect();
         assert_eq!(got, expect);
-        let mut joined = Vec::new();
-        for (i, j) in jobs.iter().enumerate() {
-            assert_eq!(j.seq, i);
-            joined.extend_from_slice(j.data());
-        }
-        assert!(joined == data, "the chunks are the stream");
+        assert!(joined(&jobs) == data, "the chunks are the stream");
     }
 
     #[test]

@@ -101,11 +101,12 @@ fn run(cli: Cli) -> Result<()> {
             let out = build(&rootfs, &oci_dir, &tag, &opts)?;
             let s = &out.stats;
             progress.detail(&format!(
-                "{} inodes ({} in the new layer), {} bytes in {} chunks, {} new chunks ({} bytes)",
+                "{} inodes ({} in the new layer), {} bytes in {} chunks ({} files repeat another), {} new chunks ({} bytes)",
                 s.inodes,
                 s.layer_inodes,
                 s.logical_bytes,
                 s.chunks,
+                s.same_files,
                 s.new_chunks,
                 s.new_chunk_bytes
             ));

@@ -271,6 +271,45 @@ fn identical_data_is_stored_once() {
     );
 }
 
+#[test]
+fn small_files_with_the_same_contents_are_stored_once() {
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    // 200 distinct 20 KiB files, each also copied (in the reverse order,
+    // every copy followed by a distinct file, so that no chunk of the
+    // stream repeats) into another directory: the copies add no stored byte.
+    for d in ["a", "b"] {
+        fs::create_dir_all(src.join(d)).unwrap();
+    }
+    for i in 0..200u64 {
+        write_random(&src.join(format!("a/{i:03}")), 20 << 10, 1000 + i);
+    }
+    for i in 0..200u64 {
+        let copy = src.join(format!("b/{i:03}-copy"));
+        fs::copy(src.join(format!("a/{:03}", 199 - i)), copy).unwrap();
+        write_random(&src.join(format!("b/{i:03}-other")), 3000, 5000 + i);
+    }
+    fs::write(src.join("b/zz-empty"), b"").unwrap();
+    for flags in [&[][..], &["-c"][..]] {
+        let oci = t.path().join(format!("oci{}", flags.len()));
+        build(&src, &oci, "t", flags);
+        let stored = dir_bytes(&oci);
+        let data = 200 * ((20 << 10) + 3000);
+        assert!(
+            stored < data + (300 << 10),
+            "stored {stored} bytes for {data} bytes of distinct data ({flags:?})"
+        );
+        let dest = t.path().join(format!("out{}", flags.len()));
+        ok(&[&"-q", &"extract", &oci, &"t", &dest]);
+        assert_same_tree(&src, &dest);
+        // Not hard links: two inodes.
+        assert_ne!(
+            ino_of(&oci, "t", &["a", "007"]),
+            ino_of(&oci, "t", &["b", "007"])
+        );
+    }
+}
+
 fn ino_of(oci: &Path, tag: &str, path: &[&str]) -> Option<u64> {
     let o = puzzlefs::oci::OciDir::open(oci).unwrap();
     let img = puzzlefs::image::Image::open_tag(&o, tag).unwrap();
