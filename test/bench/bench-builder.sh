@@ -11,6 +11,8 @@
 # JOBS      cargo -j when building puzzlefs (default 2)
 # PUZZLEFS_PREV  optional second puzzlefs binary (e.g. the previous release),
 #           timed and sized alongside as puzzlefs-prev / puzzlefs-prev-zstd
+# LEVELS    optional zstd levels, each timed and sized as puzzlefs-zstdN
+#           (puzzlefs build -c --level N), e.g. LEVELS="9 19"
 #
 # Each repetition of each tool writes to a new path, and nothing is deleted
 # before the script exits: on an ext4 without a journal (this kind of
@@ -75,6 +77,7 @@ echo "tree: $src ($files files, $bytes bytes), $reps repetitions, $(nproc) CPUs"
 
 tools="puzzlefs puzzlefs-zstd erofs erofs-lz4hc squashfs-zstd"
 [ -n "${PUZZLEFS_PREV:-}" ] && tools="$tools puzzlefs-prev puzzlefs-prev-zstd"
+for l in ${LEVELS:-}; do tools="$tools puzzlefs-zstd$l"; done
 for tool in $tools; do : >"$work/$tool.times"; done
 # Repetitions outside, tools inside: whatever drifts on the machine during
 # the run (other load, memory reclaim) hits every tool alike.
@@ -88,6 +91,9 @@ while [ "$r" -lt "$reps" ]; do
 		puzzlefs-prev-zstd) o=$work/oci-prev-zstd.$r; run $tool "$o" "$PUZZLEFS_PREV" -q build -c "$src" "$o" bench ;;
 		erofs)         o=$work/img.erofs.$r; run $tool "$o" mkfs.erofs --quiet "$o" "$src" ;;
 		erofs-lz4hc)   o=$work/img-lz4hc.erofs.$r; run $tool "$o" mkfs.erofs --quiet -zlz4hc "$o" "$src" ;;
+		puzzlefs-zstd[0-9]*)
+			l=${tool#puzzlefs-zstd}
+			o=$work/oci-zstd$l.$r; run $tool "$o" "$PUZZLEFS" -q build -c --level "$l" "$src" "$o" bench ;;
 		squashfs-zstd) o=$work/img.sqfs.$r;  run $tool "$o" mksquashfs "$src" "$o" -comp zstd -noappend -quiet -no-progress ;;
 		esac >>"$work/$tool.times"
 		size_of "$o" >"$work/$tool.size"
