@@ -13,6 +13,7 @@ use crate::decompress;
 use crate::error::ResultExt;
 use crate::PuzzleFs;
 use kernel::fs::{file::RegularFile, folio::LockedFolio, inode::INode};
+use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sync::Arc;
 use puzzlefs_format::{Digest, HexDigest, InodeKind};
@@ -42,7 +43,7 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
                     let piece = piece.data(ino)?;
                     let len = usize::try_from(piece.len)?;
                     if piece.file_offset != pos + filled as u64 || len > size - filled {
-                        pr_err!("inode {}: chunk map is not contiguous\n", ino);
+                        pr_err_ratelimited!("inode {}: chunk map is not contiguous\n", ino);
                         return Err(EIO);
                     }
                     if piece.blob.compressed {
@@ -51,7 +52,7 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
                             .ok()
                             .and_then(|start| data.get(start..start.checked_add(len)?))
                             .ok_or_else(|| {
-                                pr_err!(
+                                pr_err_ratelimited!(
                                     "inode {}: piece beyond the end of chunk {}\n",
                                     ino,
                                     HexDigest(&piece.blob.digest)
@@ -65,7 +66,7 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
                             _ => (
                                 piece.blob.digest,
                                 info.open_blob(&piece.blob.digest).map_err(|e| {
-                                    pr_err!(
+                                    pr_err_ratelimited!(
                                         "inode {}: cannot open chunk blob {}: {:?}\n",
                                         ino,
                                         HexDigest(&piece.blob.digest),
@@ -83,7 +84,7 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
                                 Ok(())
                             })
                             .map_err(|e| {
-                                pr_err!(
+                                pr_err_ratelimited!(
                                     "inode {}: cannot read {} bytes at {} of chunk blob {}: {:?}\n",
                                     ino,
                                     len,

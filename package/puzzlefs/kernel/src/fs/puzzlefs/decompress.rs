@@ -14,6 +14,7 @@
 #![forbid(unsafe_code)]
 
 use crate::mount::Info;
+use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::zstd::Decompressor;
@@ -118,11 +119,11 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
     }
     let hex = HexDigest(digest);
     let file = info.open_blob(digest).map_err(|e| {
-        pr_err!("inode {}: cannot open chunk blob {}: {:?}\n", ino, hex, e);
+        pr_err_ratelimited!("inode {}: cannot open chunk blob {}: {:?}\n", ino, hex, e);
         EIO
     })?;
     let src = file.read_to_vec(MAX_COMPRESSED).map_err(|e| {
-        pr_err!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
+        pr_err_ratelimited!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
         EIO
     })?;
     let idle = info.chunks.lock().take_decompressor();
@@ -134,7 +135,7 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
     let mut cache = info.chunks.lock();
     cache.put_decompressor(decompressor);
     let data = data.map_err(|_| {
-        pr_err!(
+        pr_err_ratelimited!(
             "inode {}: chunk blob {} is not a valid zstd frame\n",
             ino,
             hex

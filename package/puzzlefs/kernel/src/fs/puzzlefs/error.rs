@@ -4,6 +4,7 @@
 
 #![forbid(unsafe_code)]
 
+use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use puzzlefs_format::Error as FormatError;
 
@@ -17,7 +18,7 @@ pub(crate) fn inode_error(ino: u64, e: FormatError) -> Error {
         FormatError::Overflow => EOVERFLOW,
         _ => EUCLEAN,
     };
-    pr_err!("inode {}: {}\n", ino, e);
+    pr_err_ratelimited!("inode {}: {}\n", ino, e);
     errno
 }
 
@@ -37,7 +38,7 @@ impl<T> ResultExt<T> for core::result::Result<T, FormatError> {
 
     fn data(self, ino: u64) -> Result<T> {
         self.map_err(|e| {
-            pr_err!("inode {}: reading data: {}\n", ino, e);
+            pr_err_ratelimited!("inode {}: reading data: {}\n", ino, e);
             EIO
         })
     }

@@ -10,6 +10,7 @@ use kernel::fs::{
     inode::{INode, Lookup, Params, Type},
     sb::SuperBlock,
 };
+use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::types::ARef;
 use puzzlefs_format::{Error as FormatError, Inode, InodeKind};
@@ -82,7 +83,7 @@ pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<ARef<INode<Puz
         Err(e) => Err(inode_error(ino, e)),
     })?;
     new.init(params).map_err(|e| {
-        pr_err!("inode {}: cannot be described to the VFS: {:?}\n", ino, e);
+        pr_err_ratelimited!("inode {}: cannot be described to the VFS: {:?}\n", ino, e);
         EUCLEAN
     })
 }

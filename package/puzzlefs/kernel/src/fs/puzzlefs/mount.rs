@@ -25,6 +25,7 @@ use kernel::fs::{
     sb::{New, Stat, SuperBlock},
     seq::SeqFile,
 };
+use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sha256;
 use kernel::str::CString;
@@ -91,7 +92,7 @@ impl Info {
         for (i, bytes) in self.layers.iter().enumerate() {
             // Parsed successfully at mount; a failure now would be a bug, not bad data.
             let blob = MetadataBlob::parse(bytes).map_err(|e| {
-                pr_err!("metadata layer {}: {}\n", i, e);
+                pr_err_ratelimited!("metadata layer {}: {}\n", i, e);
                 EUCLEAN
             })?;
             blobs.push(blob, GFP_KERNEL)?;
@@ -99,7 +100,7 @@ impl Info {
         let mut layers = KVec::with_capacity(blobs.len(), GFP_KERNEL)?;
         for (i, blob) in blobs.iter().enumerate() {
             let layer = blob.layer().map_err(|e| {
-                pr_err!("metadata layer {}: {}\n", i, e);
+                pr_err_ratelimited!("metadata layer {}: {}\n", i, e);
                 EUCLEAN
             })?;
             layers.push(layer, GFP_KERNEL)?;
