@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
+#include <linux/cacheflush.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/highmem.h>
@@ -61,6 +62,15 @@ void rust_helper_memcpy_to_folio(struct folio *folio, size_t offset,
 				 const char *from, size_t len)
 {
 	memcpy_to_folio(folio, offset, from, len);
+}
+
+/*
+ * A real function on architectures with aliasing data caches (its binding then
+ * takes precedence over this helper), an empty inline on the others.
+ */
+void rust_helper_flush_dcache_folio(struct folio *folio)
+{
+	flush_dcache_folio(folio);
 }
 
 void rust_helper_folio_zero_segment(struct folio *folio, size_t start, size_t xend)

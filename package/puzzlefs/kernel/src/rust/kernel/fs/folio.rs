@@ -109,6 +109,11 @@ pub(crate) unsafe extern "C" fn read_folio<T: FileSystem>(
     };
     let ret = match T::read_folio(inode, &mut locked) {
         Ok(()) => {
+            // The file system may have written to the folio through a kernel mapping
+            // (`for_each_page_mut`): make the data visible to user mappings on architectures
+            // with aliasing data caches before anyone can map the folio (a no-op elsewhere).
+            // SAFETY: The folio is valid and locked.
+            unsafe { bindings::flush_dcache_folio(folio) };
             // SAFETY: The folio is locked and was completely filled.
             unsafe { bindings::folio_mark_uptodate(folio) };
             0
