@@ -6,7 +6,7 @@
 //! kernel log):
 //!
 //! - `EINVAL`: an option is missing, given without a value, or `image_manifest` is not 64 hex
-//!   digits; or the manifest has an unsupported version.
+//!   digits; or the manifest has an unsupported version; or a blob is not a regular file.
 //! - `ENOENT` (or the errno of the lookup): `oci_root_dir` or a blob does not exist.
 //! - `EBADMSG`: the manifest or a metadata blob does not hash to its name.
 //! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, or the root is not a

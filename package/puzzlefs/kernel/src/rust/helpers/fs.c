@@ -5,6 +5,7 @@
 #include <linux/fs.h>
 #include <linux/highmem.h>
 #include <linux/lockdep.h>
+#include <linux/mount.h>
 #include <linux/pagemap.h>
 
 bool rust_helper_dir_emit(struct dir_context *ctx, const char *name, int namelen,
@@ -86,6 +87,11 @@ const struct cred *rust_helper_get_current_cred(void)
 void rust_helper_put_cred(const struct cred *cred)
 {
 	put_cred(cred);
+}
+
+struct mnt_idmap *rust_helper_mnt_idmap(const struct vfsmount *mnt)
+{
+	return mnt_idmap(mnt);
 }
 
 void rust_helper_mapping_set_large_folios(struct address_space *mapping)

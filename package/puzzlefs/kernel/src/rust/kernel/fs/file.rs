@@ -67,34 +67,113 @@ impl PrivateMount {
 
     /// Opens the regular file at `path`, relative to the root of the mount (which also acts
     /// as its root directory: `..` and absolute symbolic links cannot leave it).
+    ///
+    /// The path is looked up, checked and opened with the credentials of the mounter. Anything
+    /// but a regular file is refused with [`EINVAL`] before it is opened: a fifo or a device
+    /// node at `path` is never opened, so it can neither block nor have side effects.
     pub fn open(&self, path: &CStr) -> Result<RegularFile> {
-        let root = bindings::path {
-            mnt: self.mnt.as_ptr(),
-            // SAFETY: By the type invariant the mount is alive; its root dentry is stable.
-            dentry: unsafe { (*self.mnt.as_ptr()).mnt_root },
+        // SAFETY: The credentials are alive by the type invariant, until after the guard is
+        // dropped at the end of this function, on this task.
+        let _creds = unsafe { CredsOverride::new(self.cred.as_ptr()) };
+        let mut found = bindings::path {
+            mnt: core::ptr::null_mut(),
+            dentry: core::ptr::null_mut(),
         };
-        // SAFETY: The credentials are alive by the type invariant; they are reverted below.
-        let old = unsafe { bindings::override_creds(self.cred.as_ptr()) };
-        // SAFETY: `root` is a valid path and `path` is NUL-terminated.
-        let file = unsafe {
-            bindings::file_open_root(
-                &root,
+        // SAFETY: By the type invariant the mount is alive, and its root dentry is stable;
+        // `path` is NUL-terminated; `found` is written on success only.
+        to_result(unsafe {
+            bindings::vfs_path_lookup(
+                (*self.mnt.as_ptr()).mnt_root,
+                self.mnt.as_ptr(),
                 path.as_char_ptr(),
-                (bindings::O_RDONLY | bindings::O_LARGEFILE) as _,
-                0,
+                bindings::LOOKUP_FOLLOW,
+                &mut found,
             )
-        };
-        // SAFETY: `old` was returned by `override_creds` above.
-        unsafe { bindings::revert_creds(old) };
-        let file = NonNull::new(from_err_ptr(file)?).ok_or(ENOENT)?;
-        // INVARIANT: `file_open_root` returned a reference to an open file that we own.
-        let file = RegularFile { file };
-        // SAFETY: The file is open, so its inode is valid.
-        let mode = unsafe { (*(*file.file.as_ptr()).f_inode).i_mode };
-        if super::mode_type(mode) != bindings::S_IFREG {
+        })?;
+        // INVARIANT: `vfs_path_lookup` returned a path reference that we now own.
+        let found = PathRef(found);
+        let p = &found.0;
+        // SAFETY: The dentry is pinned by our reference; a dentry we hold keeps its inode (it
+        // is not turned negative while referenced), so the type checked here is the type of
+        // what is opened below.
+        let inode = unsafe { (*p.dentry).d_inode };
+        // SAFETY: A non-null `inode` is the valid inode of the pinned dentry.
+        if inode.is_null() || super::mode_type(unsafe { (*inode).i_mode }) != bindings::S_IFREG {
             return Err(EINVAL);
         }
-        Ok(file)
+        // `dentry_open` checks no permission (`open(2)` does it in `may_open`): check read
+        // access as the mounter, as overlayfs does before opening a file of its layers.
+        // SAFETY: `p.mnt` is a valid mount (we hold a reference through `found`), `inode` is
+        // valid (see above).
+        to_result(unsafe {
+            bindings::inode_permission(
+                bindings::mnt_idmap(p.mnt),
+                inode,
+                (bindings::MAY_OPEN | bindings::MAY_READ) as _,
+            )
+        })?;
+        // O_NONBLOCK and O_NOCTTY cannot matter for a regular file; they are there so that no
+        // open of this path can ever wait or take a controlling terminal.
+        let flags =
+            bindings::O_RDONLY | bindings::O_LARGEFILE | bindings::O_NONBLOCK | bindings::O_NOCTTY;
+        // SAFETY: `p` is a valid path (we hold a reference); the credentials are alive (type
+        // invariant) and `dentry_open` takes its own reference for the file (`f_cred`).
+        let file = unsafe { bindings::dentry_open(p, flags as _, self.cred.as_ptr()) };
+        let file = NonNull::new(from_err_ptr(file)?).ok_or(ENOENT)?;
+        // INVARIANT: `dentry_open` returned a reference to an open regular file that we own.
+        Ok(RegularFile { file })
+    }
+}
+
+/// A counted path reference (`struct path` from a lookup); released when dropped.
+///
+/// # Invariants
+///
+/// The wrapped path holds references to its mount and dentry that we own.
+struct PathRef(bindings::path);
+
+impl Drop for PathRef {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own the references.
+        unsafe { bindings::path_put(&self.0) };
+    }
+}
+
+/// The current task's credentials overridden, until dropped (`override_creds` and
+/// `revert_creds`).
+///
+/// # Invariants
+///
+/// `old` was returned by `override_creds` on the current task, whose credentials have not been
+/// overridden again since (or that override has been reverted). The type is neither `Send` nor
+/// `Sync` (raw pointer), so it is dropped on the task that made it.
+struct CredsOverride {
+    old: *const bindings::cred,
+}
+
+impl CredsOverride {
+    /// Makes `cred` the current task's (subjective) credentials.
+    ///
+    /// # Safety
+    ///
+    /// `cred` must be valid and stay alive until the value returned is dropped, and overrides
+    /// made while it exists must be reverted before it is dropped.
+    unsafe fn new(cred: *const bindings::cred) -> Self {
+        // INVARIANT: `override_creds` returns the credentials it replaced; nesting is the
+        // caller's concern (function contract).
+        // SAFETY: `cred` is valid (function contract); `override_creds` takes a reference to
+        // it for as long as the override lasts.
+        Self {
+            old: unsafe { bindings::override_creds(cred) },
+        }
+    }
+}
+
+impl Drop for CredsOverride {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant `old` came from the override being undone, on this
+        // task, and no later override is still in place.
+        unsafe { bindings::revert_creds(self.old) };
     }
 }
 
