@@ -187,11 +187,12 @@ impl Drop for PrivateMount {
     }
 }
 
-/// A regular file opened for reading by the kernel.
+/// A regular file opened for reading by the kernel, with the credentials of the mounter.
 ///
 /// # Invariants
 ///
-/// `file` is an open file that we own a reference to.
+/// `file` is an open regular file that we own a reference to, opened with the credentials of
+/// a [`PrivateMount`] (its `f_cred`).
 pub struct RegularFile {
     file: NonNull<bindings::file>,
 }
@@ -214,6 +215,12 @@ impl RegularFile {
     /// the file).
     pub fn read_at(&self, buf: &mut [u8], pos: u64) -> Result<usize> {
         let mut pos: bindings::loff_t = pos.try_into()?;
+        // Read as the mounter, not as whichever task happens to fault the page in (LSMs check
+        // the current credentials on each read), as overlayfs reads its backing files.
+        // SAFETY: `f_cred` is the counted reference the open file holds to the mounter's
+        // credentials (given to `dentry_open`), alive for as long as the file; the guard is
+        // dropped at the end of this function, on this task, after `kernel_read` returned.
+        let _creds = unsafe { CredsOverride::new((*self.file.as_ptr()).f_cred) };
         // SAFETY: The file is open; `buf` is valid for writes of its length.
         let n = unsafe {
             bindings::kernel_read(
