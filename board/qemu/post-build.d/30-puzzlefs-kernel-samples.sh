@@ -6,6 +6,8 @@
 #                                builder (tag plain), with a static busybox in it
 #   /root/pzk/<name>.digest      manifest digest of each image/tag
 #   /root/pzk/rootfs/oci         busybox + ls with its shared libraries (tag rootfs, zstd)
+#   /root/pzk/nested/oci         an image holding an image holding an image (tags
+#                                outer, middle, inner: nested-<tag>.digest)
 #   /usr/libexec/pzk/listing     prints a tree listing to compare trees in the guest
 #   /usr/libexec/pzk/pzk-tool    xattr get/list and run-as-uid (test/samples/pzk-tool.c)
 # Usage: 30-puzzlefs-kernel-samples.sh <TARGET_DIR>; HOST_DIR/bin/puzzlefs is the builder.
@@ -71,6 +73,21 @@ for tag in plain zstd; do
 	digest_of "$D/plain/oci" "$tag" >"$D/plain-$tag.digest"
 	[ -s "$D/plain-$tag.digest" ] || die "no tag $tag in $D/plain/oci"
 done
+
+# Images inside images, for the stacking depth: nested/oci (tag outer) holds
+# oci/, an image (tag middle) that holds oci/, an image (tag inner) of one file.
+N=$D/nested
+mkdir -p "$N/inner" "$N/middle"
+printf 'innermost\n' >"$N/inner/file"
+"$PUZZLEFS" -q build "$N/inner" "$N/middle/oci" inner >/dev/null || die "puzzlefs build (inner) failed"
+digest_of "$N/middle/oci" inner >"$D/nested-inner.digest"
+mkdir -p "$N/outer"
+"$PUZZLEFS" -q build "$N/middle" "$N/outer/oci" middle >/dev/null || die "puzzlefs build (middle) failed"
+digest_of "$N/outer/oci" middle >"$D/nested-middle.digest"
+"$PUZZLEFS" -q build "$N/outer" "$N/oci" outer >/dev/null || die "puzzlefs build (outer) failed"
+digest_of "$N/oci" outer >"$D/nested-outer.digest"
+rm -rf "$N/inner" "$N/middle" "$N/outer"
+for n in inner middle outer; do [ -s "$D/nested-$n.digest" ] || die "no digest for nested $n"; done
 
 # A small real root file system: busybox, and ls and its shared libraries
 # from the build host (Debian), to chroot into.

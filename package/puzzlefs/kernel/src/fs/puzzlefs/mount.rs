@@ -6,7 +6,9 @@
 //! kernel log):
 //!
 //! - `EINVAL`: an option is missing, given without a value, or `image_manifest` is not 64 hex
-//!   digits; or the manifest has an unsupported version; or a blob is not a regular file.
+//!   digits; or the manifest has an unsupported version; or `oci_root_dir` is on a file system
+//!   already stacked `FILESYSTEM_MAX_STACK_DEPTH` deep (puzzlefs stacks on it, as overlayfs
+//!   does on its layers); or a blob is not a regular file.
 //! - `ENOENT` (or the errno of the lookup): `oci_root_dir` or a blob does not exist.
 //! - `EBADMSG`: the manifest or a metadata blob does not hash to its name.
 //! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, or the root is not a
@@ -22,7 +24,7 @@ use core::fmt;
 use kernel::fs::{
     context::{FsContext, Param},
     file::{PrivateMount, RegularFile},
-    sb::{New, Stat, SuperBlock},
+    sb::{New, Stat, SuperBlock, MAX_STACK_DEPTH},
     seq::SeqFile,
 };
 use kernel::pr_err_ratelimited;
@@ -224,6 +226,17 @@ pub(crate) fn fill_super(
             fc,
             e,
             format_args!("cannot use oci_root_dir {}: {:?}", &*dir, e),
+        )
+    })?;
+    // The blobs are read from the file system of `oci_root_dir`: this one stacks on it.
+    sb.stack_on(&mount).map_err(|e| {
+        error(
+            fc,
+            e,
+            format_args!(
+                "cannot use oci_root_dir {}: maximum file system stacking depth ({}) exceeded",
+                &*dir, MAX_STACK_DEPTH
+            ),
         )
     })?;
     let manifest_bytes = read_verified_blob(

@@ -123,6 +123,14 @@ impl PrivateMount {
         // INVARIANT: `dentry_open` returned a reference to an open regular file that we own.
         Ok(RegularFile { file })
     }
+
+    /// The stacking depth of the file system the mount belongs to (`s_stack_depth`: 0 for a
+    /// file system on a block device or in memory, one more per file system on top of it).
+    pub fn stack_depth(&self) -> i32 {
+        // SAFETY: By the type invariant the mount is alive, so is its super block; the depth
+        // is set before the super block goes live and never changes afterwards.
+        unsafe { (*(*self.mnt.as_ptr()).mnt_sb).s_stack_depth }
+    }
 }
 
 /// A counted path reference (`struct path` from a lookup); released when dropped.

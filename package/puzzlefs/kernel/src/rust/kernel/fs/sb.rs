@@ -9,12 +9,17 @@
 //!
 //! C header: [`include/linux/fs.h`](srctree/include/linux/fs.h)
 
+use super::file::PrivateMount;
 use super::inode::{INode, Lookup, NewINode};
 use super::FileSystem;
 use crate::bindings;
 use crate::prelude::*;
 use crate::types::{ARef, ForeignOwnable, Opaque};
 use core::marker::PhantomData;
+
+/// Deepest stacking of file systems that read files of other file systems
+/// (`FILESYSTEM_MAX_STACK_DEPTH`); see [`SuperBlock::stack_on`].
+pub const MAX_STACK_DEPTH: i32 = bindings::FILESYSTEM_MAX_STACK_DEPTH as i32;
 
 /// State of a super block being set up: it has no file system data yet.
 pub struct New;
@@ -65,6 +70,26 @@ impl<T: FileSystem> SuperBlock<T, New> {
         // SAFETY: The super block is exclusively ours while it is being set up.
         unsafe { (*self.0.get()).s_magic = magic as _ };
         self
+    }
+
+    /// Records that the file system reads files of the file system `backing` is a mount of (as
+    /// overlayfs and ecryptfs read their lower file systems): its stacking depth becomes one
+    /// more than that one's, so that nesting such file systems, which nests their calls on
+    /// the kernel stack, stays bounded.
+    ///
+    /// Fails with [`EINVAL`] if the depth would exceed [`MAX_STACK_DEPTH`]; the mount must
+    /// then be refused.
+    pub fn stack_on(&mut self, backing: &PrivateMount) -> Result<&mut Self> {
+        let depth = backing.stack_depth().saturating_add(1);
+        if depth > MAX_STACK_DEPTH {
+            return Err(EINVAL);
+        }
+        // SAFETY: The super block is exclusively ours while it is being set up.
+        unsafe {
+            let sb = self.0.get();
+            (*sb).s_stack_depth = (*sb).s_stack_depth.max(depth);
+        }
+        Ok(self)
     }
 }
 
