@@ -68,6 +68,14 @@ impl<'m> Dir<'m> {
         })
     }
 
+    /// Inode number of entry `index`, without validating its name (to tell an
+    /// entry with an invalid name, which [`Dir::entry`] refuses, from damage
+    /// of the list itself).
+    pub fn entry_ino(&self, index: u32) -> Result<u64> {
+        let r = self.entries.try_get(index).ok_or(Error::Bounds)?;
+        Ok(r.get_ino())
+    }
+
     /// Entries from position `pos` on (for `readdir` resuming at a cookie).
     /// A `pos` past the end yields nothing.
     pub fn entries_from(&self, pos: u32) -> DirEntries<'m> {

@@ -8,13 +8,14 @@
 
 #![forbid(unsafe_code)]
 
-use crate::error::ResultExt;
+use crate::error::{inode_error, ResultExt};
 use crate::inode::iget;
 use crate::PuzzleFs;
 use kernel::fs::{
     dir::{DirEmitter, DirEntryType},
     inode::INode,
 };
+use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::types::ARef;
 use puzzlefs_format::{Error as FormatError, InodeKind};
@@ -72,8 +73,21 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
     };
     dir.super_block().data().with_layers(|blobs| {
         let d = blobs.find(dir_ino).and_then(|i| i.dir()).inode(dir_ino)?;
-        for entry in d.entries_from(start) {
-            let entry = entry.inode(dir_ino)?;
+        for (index, entry) in (start..).zip(d.entries_from(start)) {
+            let entry = match entry {
+                Ok(entry) => entry,
+                // A name that cannot be listed (empty, too long, `.`, `..`, with a `/` or a
+                // NUL): `Dir::entry` fails with `Corrupt` for that and nothing else. Hide the
+                // entry, so that the rest of the directory stays listable. An entry that has no
+                // inode number either is not an entry with a bad name but a damaged list (say,
+                // a list of bytes read as entries): that fails the listing, as other damage.
+                Err(FormatError::Corrupt { what }) if d.entry_ino(index).is_ok_and(|i| i != 0) => {
+                    pr_err_ratelimited!("inode {}: entry {} skipped: {}\n", dir_ino, index, what);
+                    emitter.skip();
+                    continue;
+                }
+                Err(e) => return Err(inode_error(dir_ino, e)),
+            };
             let kind = match blobs.find(entry.ino).and_then(|i| i.kind()) {
                 Ok(kind) => kind,
                 Err(FormatError::Whiteout(_)) => {
