@@ -39,8 +39,9 @@ use sb::{New, Ready, Stat, SuperBlock};
 use seq::SeqFile;
 use xattr::XattrList;
 
-/// Largest file size the page cache can address (`MAX_LFS_FILESIZE`).
-pub const MAX_LFS_FILESIZE: i64 = i64::MAX;
+/// Largest file size the page cache can address (`MAX_LFS_FILESIZE`: `i64::MAX` on 64-bit
+/// architectures, smaller on 32-bit ones, where page indices are 32 bits).
+pub const MAX_LFS_FILESIZE: i64 = bindings::MAX_LFS_FILESIZE;
 
 /// A read-only file system type.
 ///
