@@ -18,6 +18,25 @@ use core::{marker::PhantomData, ptr, ptr::NonNull};
 
 /// An inode of file system `T`.
 ///
+/// # References and the lifetime of the super block
+///
+/// An [`ARef<INode<T>>`] keeps its inode alive, but nothing in its type ties it to the lifetime
+/// of the super block (that would take a lifetime parameter on every inode type of this API).
+/// The VFS requires every inode reference of a super block to be gone before the super block is
+/// killed: `generic_shutdown_super` warns about busy inodes otherwise, and a later `iput` would
+/// use the freed super block and its [`FileSystem::Data`]. Hence the rule for file systems:
+/// **an `ARef<INode<T>>` must not be kept beyond the callback that obtained it** (not in
+/// [`FileSystem::Data`], not in any object that outlives the call; this includes references
+/// made from a `&INode<T>` with `ARef::from`).
+///
+/// The references this API hands out ([`SuperBlock::get_or_create_inode`],
+/// [`NewINode::init`]) are meant to be returned from [`FileSystem::init_root`] and
+/// [`FileSystem::lookup`], whose trampolines give them to the VFS (`d_make_root`,
+/// `d_splice_alias`): from then on they belong to dentries, which the VFS releases
+/// (`shrink_dcache_for_umount`) before it calls `kill_sb`, which frees the data. The `&INode<T>`
+/// that callbacks receive are kept alive by the VFS for the duration of the call. PuzzleFS
+/// follows the rule: its per-mount data holds no inode, only files of the backing directory.
+///
 /// # Invariants
 ///
 /// The wrapped inode is valid, initialised (not `I_NEW`), belongs to a live super block of type
