@@ -167,13 +167,12 @@ impl CredsOverride {
     /// `cred` must be valid and stay alive until the value returned is dropped, and overrides
     /// made while it exists must be reverted before it is dropped.
     unsafe fn new(cred: *const bindings::cred) -> Self {
-        // INVARIANT: `override_creds` returns the credentials it replaced; nesting is the
-        // caller's concern (function contract).
         // SAFETY: `cred` is valid (function contract); `override_creds` takes a reference to
         // it for as long as the override lasts.
-        Self {
-            old: unsafe { bindings::override_creds(cred) },
-        }
+        let old = unsafe { bindings::override_creds(cred) };
+        // INVARIANT: `override_creds` returned the credentials it replaced, on this task;
+        // later overrides are reverted first (function contract).
+        Self { old }
     }
 }
 
