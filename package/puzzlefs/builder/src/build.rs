@@ -195,7 +195,8 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     // earlier one takes its pieces.
     let mut file_chunks: HashMap<u64, Vec<FileChunk>> = HashMap::new();
     {
-        let mut by_file: Vec<Vec<FileChunk>> = Vec::with_capacity(same_as.len());
+        // Inode of each file, in stream order.
+        let mut inos: Vec<u64> = Vec::with_capacity(same_as.len());
         let mut ci = 0usize;
         let mut chunk_start = 0u64;
         let mut pos = 0u64;
@@ -206,13 +207,14 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
             let same = same_as
                 .get(k)
                 .ok_or_else(|| anyhow!("internal: fewer files streamed than scanned"))?;
+            inos.push(i.ino);
             if let Some(j) = *same {
-                let pieces = by_file
+                let pieces = inos
                     .get(j)
+                    .and_then(|o| file_chunks.get(o))
                     .ok_or_else(|| anyhow!("internal: a file repeats a later one"))?
                     .clone();
-                file_chunks.insert(i.ino, pieces.clone());
-                by_file.push(pieces);
+                file_chunks.insert(i.ino, pieces);
                 continue;
             }
             let end = pos + i.meta.len();
@@ -237,8 +239,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
                     chunk_start = chunk_end;
                 }
             }
-            file_chunks.insert(i.ino, pieces.clone());
-            by_file.push(pieces);
+            file_chunks.insert(i.ino, pieces);
         }
         if ci != chunks.len() {
             bail!("internal: chunk stream longer than the files");
