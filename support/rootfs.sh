@@ -56,9 +56,18 @@ done
 {
 	for overlay in ${ROOTFS_OVERLAYS:-}; do echo "rootfs_overlay=$overlay"; done
 	for script in ${POST_BUILD_SCRIPTS:-}; do echo "post_build_script=$script"; done
+	for script in ${POST_IMAGE_SCRIPTS:-}; do echo "post_image_script=$script"; done
 } >"$O/build/used-settings.rootfs"
 
 step "cpio image"
 find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc >"$BINARIES_DIR/rootfs.cpio.tmp"
 mv "$BINARIES_DIR/rootfs.cpio.tmp" "$BINARIES_DIR/rootfs.cpio"
 step "$(du -h "$BINARIES_DIR/rootfs.cpio" | cut -f1) $BINARIES_DIR/rootfs.cpio"
+
+for script in ${POST_IMAGE_SCRIPTS:-}; do
+	step "post-image $(basename "$script")"
+	# Buildroot runs post-image scripts with BINARIES_DIR as argument.
+	env TARGET_DIR="$TARGET_DIR" BINARIES_DIR="$BINARIES_DIR" HOST_DIR="$HOST_DIR" \
+		BASE_DIR="$O" BUILD_DIR="$O/build" BR2_CONFIG="$O/.config" \
+		"$script" "$BINARIES_DIR" || die "post-image script $script failed"
+done

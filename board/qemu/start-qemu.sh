@@ -9,6 +9,11 @@ IMAGES=${1:-$(dirname "$0")/../../output/images}
 for f in bzImage rootfs.cpio; do
 	[ -r "$IMAGES/$f" ] || { echo "start-qemu: $IMAGES/$f missing (run: make)" >&2; exit 1; }
 done
+# The data disk (board/qemu/post-image.d/10-data-disk.sh), if there is one:
+# snapshot=on keeps guest writes in a temporary overlay, so every boot sees
+# the disk as built.
+# Extra disks for benchmarks come as QEMU arguments after the images dir.
+[ -r "$IMAGES/disk.ext4" ] && set -- -drive "file=$IMAGES/disk.ext4,if=virtio,format=raw,snapshot=on" "$@"
 exec qemu-system-x86_64 \
 	-accel "${PUZZLEFS_ACCEL:-tcg}" \
 	-m "${PUZZLEFS_MEM:-1024}" -smp "${PUZZLEFS_SMP:-2}" \
