@@ -38,6 +38,9 @@ attr:/usr/bin/getfattr
 gcc:/usr/bin/gcc
 libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
 python3:/usr/bin/python3
+python3-magic:/usr/lib/python3/dist-packages/magic/__init__.py
+python3-flake8:/usr/lib/python3/dist-packages/flake8/__init__.py
+shellcheck:/usr/bin/shellcheck
 "
 BINDGEN_VERSION=0.73.2
 
