@@ -9,8 +9,8 @@
 #
 # Parts (default: all of them):
 #   <path>   a file or directory under src/ (laid out as in the kernel tree)
-#   crates   rust/capnp, rust/hex (sources fetched with cargo, pinned by
-#            crates/Cargo.lock, patched with crates/patches/<crate>/*.patch),
+#   crates   rust/capnp, rust/hex (sources pinned by crates/Cargo.lock,
+#            patched with crates/patches/<crate>/*.patch),
 #            rust/puzzlefs_format (package/puzzlefs/format/src) and
 #            rust/puzzlefs_format/generated/*_capnp.rs (capnpc-rust output
 #            for package/puzzlefs/format/schema/*.capnp). These directories
@@ -20,6 +20,11 @@
 #   PUZZLEFS_KERNEL_CACHE  where fetched crates and the capnpc-rust plugin
 #                          are kept (default: <linux-dir>/../puzzlefs-kernel-crates)
 #   CARGO, CAPNP           cargo and the Cap'n Proto compiler (default: from PATH)
+#   PUZZLEFS_KERNEL_CRATES_DL  a directory holding crates/Cargo.lock's crates as
+#                          <name>-<version>.crate files (Buildroot: the linux
+#                          download directory, LINUX_EXTRA_DOWNLOADS): they are
+#                          vendored from there and nothing is fetched. Unset
+#                          (host build): `cargo vendor` fetches them.
 set -eu
 
 usage() { echo "usage: $0 <linux-dir> [crates|<path under src/>]..." >&2; exit 2; }
@@ -75,16 +80,24 @@ locked_version() {
 # Fetches the pinned crates and builds the capnpc-rust plugin, once per
 # change of the pins or the local patches; the result is kept in $CACHE.
 fetch_crates() {
-	sum=$(cat "$CRATES/Cargo.toml" "$CRATES/Cargo.lock" "$CRATES"/*/README.md \
-		"$CRATES"/patches/*/*.patch "$0" | sha256sum | cut -d' ' -f1)
+	sum=$( { cat "$CRATES/Cargo.toml" "$CRATES/Cargo.lock" "$CRATES"/*/README.md \
+		"$CRATES"/patches/*/*.patch "$0"; echo "${PUZZLEFS_KERNEL_CRATES_DL:+offline}"; } \
+		| sha256sum | cut -d' ' -f1)
 	[ "$(cat "$CACHE/.stamp" 2>/dev/null)" = "$sum" ] && [ -x "$PLUGIN" ] && return 0
 	echo "prepare-tree: fetching capnp $(locked_version capnp), hex $(locked_version hex) into $CACHE" >&2
 	rm -rf "$CACHE/vendor" "$CACHE/stage"
 	mkdir -p "$CACHE"
-	"$CARGO" vendor --quiet --locked --versioned-dirs --manifest-path "$CRATES/Cargo.toml" \
-		"$CACHE/vendor" >/dev/null || die "cargo vendor failed"
+	if [ -n "${PUZZLEFS_KERNEL_CRATES_DL:-}" ]; then
+		"$HERE/../vendor-crates.sh" "$CRATES/Cargo.lock" "$PUZZLEFS_KERNEL_CRATES_DL" "$CACHE/vendor"
+		set -- --offline --config 'source.crates-io.replace-with="vendored"' \
+			--config "source.vendored.directory=\"$CACHE/vendor\""
+	else
+		"$CARGO" vendor --quiet --locked --versioned-dirs --manifest-path "$CRATES/Cargo.toml" \
+			"$CACHE/vendor" >/dev/null || die "cargo vendor failed"
+		set --
+	fi
 	# A host tool: a cross target from the environment must not apply.
-	env -u CARGO_BUILD_TARGET "$CARGO" build --locked --release --quiet \
+	env -u CARGO_BUILD_TARGET "$CARGO" build "$@" --locked --release --quiet \
 		--manifest-path "$CRATES/Cargo.toml" --target-dir "$CACHE/target" \
 		-p capnpc --bin capnpc-rust || die "building capnpc-rust failed"
 	for c in capnp:MIT "hex:Apache-2.0 OR MIT"; do
