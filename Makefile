@@ -21,13 +21,16 @@ ifneq ($(BUILDROOT),)
 BR_MAKE = $(MAKE) -C $(BUILDROOT) BR2_EXTERNAL=$(TOP)/br2-external O=$(O)
 run: all
 	board/qemu/start-qemu.sh $(O)/images
-test: all
+test: test-buildroot all
 	IMAGES=$(O)/images expect test/run.exp
+# The Buildroot-side checks of this tree, run by this checkout.
+test-buildroot:
+	@test/buildroot/br-check.sh $(BUILDROOT) $(O)/br-check $(O)
 %:
 	$(BR_MAKE) $@
 all:
 	$(BR_MAKE)
-.PHONY: all run test
+.PHONY: all run test test-buildroot
 else
 # ---------------------------------------------------------------- host build
 .DEFAULT_GOAL := all
@@ -58,7 +61,7 @@ HOST_DIR := $(O)/host
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static test-debug linux-update-defconfig kernel-series kernel-check bench-builder clean help check-config ensure-config
+	test-cargo test-suite test-static test-buildroot test-debug linux-update-defconfig kernel-series kernel-check bench-builder clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -106,7 +109,7 @@ run: ensure-config
 
 # `make test`: everything, in one go. CASES=<glob> runs a subset of test/cases.
 test: ensure-config
-	@$(MAKE) --no-print-directory all test-static test-cargo test-suite
+	@$(MAKE) --no-print-directory all test-static test-buildroot test-cargo test-suite
 
 # The same appliance on a debug kernel (linux-debug.fragment: KASAN,
 # kmemleak, lockdep), in its own output directory, running test/cases plus
@@ -124,6 +127,28 @@ test-static: check-config
 	@echo ">>> static checks of the Buildroot description"
 	@test/buildroot/check-br2.sh
 	@support/check-drift.sh $(O)
+
+# The same checks run by Buildroot's own code: the release at
+# ../shared/buildroot is unpacked once into $(O)/buildroot (kept; only a
+# new tarball unpacks again). Skipped, with the reason printed, where the
+# tarball is absent: `make BUILDROOT=<checkout> test-buildroot` runs them
+# with a checkout instead.
+BR_TARBALL ?= $(abspath $(TOP)/../shared/buildroot/buildroot-2026.05.1.tar.xz)
+BR_UNPACKED := $(O)/buildroot/$(basename $(basename $(notdir $(BR_TARBALL))))
+$(BR_UNPACKED)/.stamp_unpacked: $(BR_TARBALL)
+	@echo ">>> buildroot: unpacking $(notdir $<) into $(O)/buildroot"
+	@rm -rf $(@D) $(@D).tmp && mkdir -p $(@D).tmp
+	@tar -xJf $< -C $(@D).tmp --strip-components=1
+	@mv $(@D).tmp $(@D) && touch $@
+buildroot-unpack: $(BR_UNPACKED)/.stamp_unpacked
+test-buildroot: check-config
+	@if [ -f "$(BR_TARBALL)" ]; then \
+		$(MAKE) --no-print-directory buildroot-unpack && \
+		test/buildroot/br-check.sh $(BR_UNPACKED) $(O)/br-check $(O); \
+	else \
+		echo "SKIP test-buildroot: $(BR_TARBALL) not found (run: make BUILDROOT=<checkout> test-buildroot)"; \
+	fi
+.PHONY: buildroot-unpack
 
 # board/qemu/linux.defconfig is what Buildroot starts from: the
 # savedefconfig of the host build's allnoconfig + fragment configuration.

@@ -1,0 +1,270 @@
+#!/bin/bash
+# br-check.sh <buildroot-dir> <work-dir> [<host-build output dir>]: the
+# Buildroot description of the appliance, checked by Buildroot's own code
+# (a release or a checkout; nothing here downloads):
+#  1. utils/check-package on every Buildroot file of this tree: 0 warnings;
+#  2. each configs/*_defconfig loads through BR2_EXTERNAL with every BR2_
+#     line kept, and savedefconfig gives it back unchanged (it is minimal);
+#  3. list-defconfigs shows each of them;
+#  4. printvars: the linux, puzzlefs and host-puzzlefs variables say what
+#     the host build used (kernel version, fragments, patch dir, linux
+#     extension, overlay, post scripts, package sources and versions);
+#  5. show-info: every download of the configuration has a hash in the
+#     package's hash files, the kernel crates are Cargo.lock's, and the
+#     licence files of puzzlefs are hashed.
+# One line per check ("br-check: ok: ..." / "br-check: FAIL: ..."); exits 1
+# on any failure. Buildroot's make output goes to <work-dir>/*.log.
+set -u
+BR=$(cd "$1" && pwd) || exit 1
+W=$2
+HOSTO=${3:-}
+REPO=$(cd "$(dirname "$0")/../.." && pwd)
+EXT=$REPO/br2-external
+PENDING=$REPO/test/buildroot/hashes-pending.txt
+# Debian's python3 with python3-magic and python3-flake8 (support/deps.sh);
+# the first python3 on PATH may be another interpreter without them.
+PYTHON=${BR_CHECK_PYTHON:-/usr/bin/python3}
+mkdir -p "$W"
+W=$(cd "$W" && pwd)
+bad=0
+ok() { echo "br-check: ok: $*"; }
+ko() { echo "br-check: FAIL: $*"; bad=1; }
+
+# brmake <name> <make args...>: Buildroot with this tree, output in $W/<name>.
+brmake() {
+	local name=$1
+	shift
+	make -s -C "$BR" BR2_EXTERNAL="$EXT" O="$W/$name" "$@"
+}
+
+echo ">>> br-check: Buildroot $(make -s -C "$BR" O="$W/version" print-version 2>/dev/null) in $BR"
+
+# --- 1. check-package -------------------------------------------------------
+# Every file of the tree that Buildroot reads: Kconfig, make, hash, the
+# defconfigs, the glue patches, and the scripts Buildroot runs.
+files=$(cd "$REPO" && ls -d br2-external/external.desc br2-external/Config.in br2-external/external.mk \
+	br2-external/linux/* package/*/Config.in* package/*/*.mk package/*/*.hash \
+	configs/*_defconfig board/qemu/patches/*/* board/qemu/*.sh board/qemu/post-*.d/* \
+	board/qemu/post-fakeroot.d/* support/testing/tests/*/*.py support/testing/conf/* \
+	2>/dev/null)
+if ! "$PYTHON" -c 'import magic, flake8' 2>/dev/null; then
+	ko "check-package needs python-magic and flake8 for $PYTHON (run: make deps)"
+else
+	# shellcheck disable=SC2086 # one word per file
+	(cd "$REPO" && "$PYTHON" "$BR/utils/check-package" -b $files) >"$W/check-package.log" 2>&1
+	warnings=$(sed -n 's/^\([0-9]*\) warnings generated$/\1/p' "$W/check-package.log")
+	if [ "$warnings" = 0 ]; then
+		ok "check-package: 0 warnings in $(echo "$files" | wc -w) files"
+	else
+		ko "check-package: ${warnings:-?} warnings:"
+		sed 's/^/    /' "$W/check-package.log"
+	fi
+fi
+
+# --- 2. defconfigs load, and are what savedefconfig writes ------------------
+defconfigs=$(cd "$REPO/configs" && ls -- *_defconfig)
+for d in $defconfigs; do
+	if ! brmake "$d" "$d" >"$W/$d.log" 2>&1; then
+		ko "$d does not load (see $W/$d.log)"
+		continue
+	fi
+	lost=$(grep -v '^$' "$REPO/configs/$d" | while IFS= read -r line; do
+		grep -qxF -- "$line" "$W/$d/.config" || echo "$line"
+	done)
+	if [ -z "$lost" ]; then
+		ok "$d: every line kept in .config"
+	else
+		ko "$d: lines Buildroot dropped or changed:"
+		echo "$lost" | sed 's/^/    /'
+	fi
+	brmake "$d" savedefconfig BR2_DEFCONFIG="$W/$d.saved" >>"$W/$d.log" 2>&1
+	if diff -u "$REPO/configs/$d" "$W/$d.saved" >"$W/$d.diff"; then
+		ok "$d: savedefconfig writes it back unchanged"
+	else
+		ko "$d: differs from what savedefconfig writes:"
+		sed 's/^/    /' "$W/$d.diff"
+	fi
+done
+
+# --- 3. list-defconfigs ------------------------------------------------------
+brmake list list-defconfigs >"$W/list-defconfigs.log" 2>&1
+for d in $defconfigs; do
+	# Buildroot prints "  <name> - Build for <name>" under the external's heading.
+	if sed -n '/^External configs in "PuzzleFS/,/^$/p' "$W/list-defconfigs.log" | grep -q "^  $d "; then
+		ok "list-defconfigs shows $d"
+	else
+		ko "list-defconfigs does not show $d (see $W/list-defconfigs.log)"
+	fi
+done
+
+# --- 4. printvars against what the host build used --------------------------
+main=puzzlefs_qemu_defconfig
+brmake "$main" printvars VARS='LINUX_VERSION LINUX_KCONFIG_FRAGMENT_FILES LINUX_KCONFIG_FILE
+	LINUX_PRE_PATCH_HOOKS LINUX_EXTENSIONS BR2_GLOBAL_PATCH_DIR BR2_ROOTFS_OVERLAY
+	BR2_ROOTFS_POST_BUILD_SCRIPT BR2_ROOTFS_POST_FAKEROOT_SCRIPT BR2_ROOTFS_POST_IMAGE_SCRIPT
+	PUZZLEFS_% HOST_PUZZLEFS_% LINUX_HASH_FILES LINUX_HEADERS_HASH_FILES BUSYBOX_KCONFIG_FRAGMENT_FILES' \
+	QUOTED_VARS=YES >"$W/printvars" 2>"$W/printvars.log" || ko "printvars failed (see $W/printvars.log)"
+var() { sed -n "s/^$1='\\(.*\\)'\$/\\1/p" "$W/printvars" | tr -s ' \t' ' ' | sed 's/^ //; s/ $//'; }
+abs() { local p; for p in $1; do realpath -m "$p"; done; }
+
+used=$W/used-settings
+if [ -n "$HOSTO" ] && [ -f "$HOSTO/build/used-settings.linux" ] && [ -f "$HOSTO/build/used-settings.rootfs" ]; then
+	cat "$HOSTO/build/used-settings.linux" "$HOSTO/build/used-settings.rootfs" >"$used"
+	from="the host build ($HOSTO)"
+else
+	# No host build to compare with (a Buildroot-only checkout): compare
+	# with the defconfig as the host build's Makefile reads it.
+	: >"$used"
+	from=""
+	echo "br-check: note: no host build in ${HOSTO:-?}: printvars compared with nothing but Buildroot's own values"
+fi
+settings() { sed -n "s/^$1=//p" "$used"; }
+# same <what> <Buildroot's value> <host build key>
+same() {
+	local what=$1 br=$2 key=$3 host
+	[ -n "$from" ] || return 0
+	host=$(settings "$key" | tr '\n' ' ' | sed 's/ $//')
+	if [ "$br" = "$host" ]; then
+		ok "printvars $what = $from: ${br:-(none)}"
+	else
+		ko "printvars $what: Buildroot '$br', $from '$host'"
+	fi
+}
+same "LINUX_VERSION" "$(var LINUX_VERSION)" linux_version
+same "LINUX_KCONFIG_FRAGMENT_FILES" "$(abs "$(var LINUX_KCONFIG_FRAGMENT_FILES)" | tr '\n' ' ' | sed 's/ $//')" linux_fragment
+same "BR2_GLOBAL_PATCH_DIR" "$(abs "$(var BR2_GLOBAL_PATCH_DIR | tr -d '"')" | tr '\n' ' ' | sed 's/ $//')" global_patch_dir
+case " $(var LINUX_PRE_PATCH_HOOKS) " in
+*" PUZZLEFS_PREPARE_KERNEL "*) ext=puzzlefs ;;
+*) ext= ;;
+esac
+same "LINUX_PRE_PATCH_HOOKS (linux extension)" "$ext" linux_ext
+same "BR2_ROOTFS_OVERLAY" "$(abs "$(var BR2_ROOTFS_OVERLAY | tr -d '"')" | tr '\n' ' ' | sed 's/ $//')" rootfs_overlay
+for s in POST_BUILD POST_FAKEROOT POST_IMAGE; do
+	key=$(echo "${s}_script" | tr 'A-Z' 'a-z')
+	same "BR2_ROOTFS_${s}_SCRIPT" "$(abs "$(var "BR2_ROOTFS_${s}_SCRIPT" | tr -d '"')" | tr '\n' ' ' | sed 's/ $//')" "$key"
+done
+
+# The busybox fragment has every applet the overlay and the cases call.
+frag=$(abs "$(var BUSYBOX_KCONFIG_FRAGMENT_FILES)")
+if [ "$frag" != "$REPO/board/qemu/busybox.fragment" ]; then
+	ko "printvars BUSYBOX_KCONFIG_FRAGMENT_FILES '$frag', want $REPO/board/qemu/busybox.fragment"
+elif /bin/busybox --list >"$W/applets" 2>/dev/null && [ -s "$W/applets" ]; then
+	if "$PYTHON" "$REPO/test/buildroot/check-applets.py" "$frag" "$W/applets" \
+		"$BR/package/busybox/busybox.config" >"$W/applets.log" 2>&1; then
+		ok "busybox fragment: $(sed -n 's/^applets: \([0-9]* applets called\):.*/\1/p' "$W/applets.log"), all in it ($(sed -n 's/^applets: the fragment turns on .*: //p' "$W/applets.log") beyond Buildroot's default)"
+	else
+		ko "busybox fragment:"
+		sed 's/^/    /' "$W/applets.log"
+	fi
+else
+	ko "busybox fragment: no applet list (/bin/busybox --list; Debian's busybox-static, make deps)"
+fi
+
+# The package: built from this repository's sources, at the workspace's version.
+want_site=$REPO/package/puzzlefs
+ws_version=$(sed -n '/^\[workspace.package\]/,/^\[/s/^version = "\(.*\)"/\1/p' "$REPO/package/puzzlefs/Cargo.toml")
+ws_license=$(sed -n '/^\[workspace.package\]/,/^\[/s/^license = "\(.*\)"/\1/p' "$REPO/package/puzzlefs/Cargo.toml")
+for p in PUZZLEFS HOST_PUZZLEFS; do
+	[ "$(realpath -m "$(var ${p}_SITE)")" = "$want_site" ] && [ "$(var ${p}_SITE_METHOD)" = local ] \
+		&& ok "printvars ${p}_SITE: $want_site (local)" || ko "printvars ${p}_SITE: '$(var ${p}_SITE)' ($(var ${p}_SITE_METHOD)), want $want_site (local)"
+	# Buildroot names the host variant of a local site "custom".
+	case $p,$(var ${p}_VERSION) in
+	*,"$ws_version"|HOST_PUZZLEFS,custom) ok "printvars ${p}_VERSION: $(var ${p}_VERSION) (Cargo.toml: $ws_version)" ;;
+	*) ko "printvars ${p}_VERSION '$(var ${p}_VERSION)', Cargo.toml says $ws_version" ;;
+	esac
+	# The cargo infrastructure appends a note on vendored licences.
+	case "$(var ${p}_LICENSE)" in
+	"$(echo "$ws_license" | sed 's/ OR / or /')"*) ok "printvars ${p}_LICENSE matches Cargo.toml ($ws_license)" ;;
+	*) ko "printvars ${p}_LICENSE '$(var ${p}_LICENSE)', Cargo.toml says $ws_license" ;;
+	esac
+done
+
+# The kernel crates Buildroot downloads are exactly Cargo.lock's.
+lock=$REPO/package/puzzlefs/kernel/crates/Cargo.lock
+locked=$(awk '$1 == "name" { n = $3 } $1 == "version" { v = $3 } $1 == "checksum" { gsub(/"/, "", n); gsub(/"/, "", v); print n "@" v }' "$lock" | sort | tr '\n' ' ')
+crates=$(var PUZZLEFS_KERNEL_CRATES | tr ' ' '\n' | sed '/^$/d' | sort | tr '\n' ' ')
+[ "$crates" = "$locked" ] && ok "printvars PUZZLEFS_KERNEL_CRATES = kernel/crates/Cargo.lock: $crates" \
+	|| ko "printvars PUZZLEFS_KERNEL_CRATES '$crates', kernel/crates/Cargo.lock has '$locked'"
+
+# --- 5. every download has a hash --------------------------------------------
+# Buildroot's own support/download/check-hash, with the hash files
+# show-info lists for each package, as the download step would run it
+# (BR2_DOWNLOAD_FORCE_CHECK_HASHES: no exceptions). Files at hand are
+# checked for real: the kernel crates (cargo's cache) and puzzlefs's
+# licence files; for the others an empty stand-in tells "has a hash"
+# (exit 2, wrong hash) from "no hash" (3) and "no hash file" (0).
+if brmake "$main" show-info >"$W/show-info.json" 2>"$W/show-info.log"; then
+	"$PYTHON" -c '
+import json, sys
+for name, p in sorted(json.load(open(sys.argv[1])).items()):
+    if p.get("type") in ("target", "host"):
+        for d in p.get("downloads", []):
+            print(name, d["source"], p.get("dl_dir", name), " ".join(p.get("hashes", [])))
+' "$W/show-info.json" >"$W/downloads.txt"
+	dummy=$W/dummy
+	mkdir -p "$dummy"
+	: >"$W/hashes.txt"
+	crate_cache=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/ 2>/dev/null | head -n1)
+	while read -r name src _dldir hfiles; do
+		# Buildroot's hash file paths are relative to its top directory.
+		hf=$(for h in $hfiles; do case $h in /*) echo "$h" ;; *) echo "$BR/$h" ;; esac; done)
+		case $name in puzzlefs|host-puzzlefs) continue ;; esac # local site: nothing downloaded
+		if [ -n "$crate_cache" ] && [ -f "$crate_cache$src" ]; then
+			file=$crate_cache$src
+		else
+			file=$dummy/$src
+			: >"$file"
+		fi
+		# shellcheck disable=SC2086 # one word per hash file
+		(cd "$BR" && BR_NO_CHECK_HASH_FOR='' support/download/check-hash "$file" "$src" $hf) >"$W/check-hash.out" 2>&1
+		rc=$?
+		case $file,$rc in
+		"$dummy"/*,2) echo "HASH $name $src" ;;
+		"$dummy"/*,3) echo "NOHASH $name $src: no hash in $hf" ;;
+		"$dummy"/*,0) echo "NOHASH $name $src: no hash file" ;;
+		*,0) echo "CHECKED $name $src: $(grep -o 'OK.*' "$W/check-hash.out")" ;;
+		*) echo "BAD $name $src: $(cat "$W/check-hash.out")" ;;
+		esac
+	done <"$W/downloads.txt" >>"$W/hashes.txt"
+	# puzzlefs: a local site; legal-info checks its licence files' hashes.
+	for lic in $(var PUZZLEFS_LICENSE_FILES); do
+		# shellcheck disable=SC2046 # one word per hash file
+		if (cd "$BR" && support/download/check-hash "$REPO/package/puzzlefs/$lic" "$lic" \
+			$(sed -n 's/^puzzlefs [^ ]* [^ ]* //p' "$W/downloads.txt")) >"$W/check-hash.out" 2>&1; then
+			echo "CHECKED puzzlefs $lic: $(grep -o 'OK.*' "$W/check-hash.out")"
+		else
+			echo "BAD puzzlefs $lic: $(cat "$W/check-hash.out")"
+		fi
+	done >>"$W/hashes.txt"
+	# Pending: known to lack a hash (reason in hashes-pending.txt).
+	pend() { grep -v '^#' "$PENDING" 2>/dev/null | cut -d' ' -f1 | grep -qxF -- "$1"; }
+	fails=$(while read -r kind name src rest; do
+		src=${src%:}
+		case $kind in
+		NOHASH) if pend "$src"; then echo "br-check: note: hash pending for $src: $(grep "^$src " "$PENDING" | cut -d' ' -f2-)" >&2
+			else echo "$name: $src$rest"; fi ;;
+		BAD) echo "$name: $src $rest" ;;
+		HASH|CHECKED) pend "$src" && echo "$src has a hash now: remove it from test/buildroot/hashes-pending.txt" ;;
+		esac
+	done <"$W/hashes.txt")
+	n=$(wc -l <"$W/hashes.txt")
+	n_real=$(grep -c '^CHECKED' "$W/hashes.txt")
+	if [ -z "$fails" ]; then
+		ok "show-info: $n sources, each with a hash (Buildroot's check-hash; $n_real checked against the real file; list: $W/hashes.txt)"
+	else
+		ko "show-info: sources without a (right) hash:"
+		echo "$fails" | sed 's/^/    /'
+	fi
+	# RUST_LIB_SRC comes from the file host-rust downloads: same hash line.
+	rs=$(var PUZZLEFS_RUST_SRC)
+	if [ -n "$rs" ] && grep -qxF "$(grep " $rs\$" "$BR/package/rust/rust.hash")" "$REPO/board/qemu/patches/linux/linux.hash"; then
+		ok "linux.hash: $rs as in Buildroot's package/rust/rust.hash"
+	else
+		ko "linux.hash: no line for '$rs' equal to Buildroot's package/rust/rust.hash"
+	fi
+else
+	ko "show-info failed (see $W/show-info.log)"
+fi
+
+echo "br-check: $([ $bad = 0 ] && echo 'all passed' || echo 'FAILED')"
+exit $bad
