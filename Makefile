@@ -48,6 +48,7 @@ LINUX_FRAGMENTS := $(call paths,$(BR2_LINUX_KERNEL_CONFIG_FRAGMENT_FILES))
 LINUX_PATCH_DIRS := $(call paths,$(BR2_GLOBAL_PATCH_DIR))
 ROOTFS_OVERLAYS := $(call paths,$(BR2_ROOTFS_OVERLAY))
 POST_BUILD_SCRIPTS := $(call paths,$(BR2_ROOTFS_POST_BUILD_SCRIPT))
+POST_FAKEROOT_SCRIPTS := $(call paths,$(BR2_ROOTFS_POST_FAKEROOT_SCRIPT))
 POST_IMAGE_SCRIPTS := $(call paths,$(BR2_ROOTFS_POST_IMAGE_SCRIPT))
 LINUX_EXT_SCRIPT := $(if $(BR2_LINUX_KERNEL_EXT_PUZZLEFS),$(TOP)/package/puzzlefs/kernel/prepare-tree.sh)
 
@@ -58,7 +59,7 @@ PUZZLEFS_TARGET_DIR := $(O)/build/puzzlefs
 PUZZLEFS_BIN := $(PUZZLEFS_TARGET_DIR)/x86_64-unknown-linux-gnu/release/puzzlefs
 HOST_DIR := $(O)/host
 
-export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
+export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_FAKEROOT_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
 	test-cargo test-suite test-static test-buildroot test-debug linux-update-defconfig kernel-series kernel-check bench-builder clean help check-config ensure-config

@@ -46,11 +46,12 @@ trap 'rm -f "$expected" "$used"; rm -rf "${kdir:-}"' EXIT
 	if enabled BR2_LINUX_KERNEL_EXT_PUZZLEFS; then echo "linux_ext=puzzlefs"; else echo "linux_ext="; fi
 	for d in $(abs "$(value BR2_ROOTFS_OVERLAY)"); do echo "rootfs_overlay=$d"; done
 	for s in $(abs "$(value BR2_ROOTFS_POST_BUILD_SCRIPT)"); do echo "post_build_script=$s"; done
+	for s in $(abs "$(value BR2_ROOTFS_POST_FAKEROOT_SCRIPT)"); do echo "post_fakeroot_script=$s"; done
 	for s in $(abs "$(value BR2_ROOTFS_POST_IMAGE_SCRIPT)"); do echo "post_image_script=$s"; done
 } >"$expected"
 cat "$O/build/used-settings.linux" "$O/build/used-settings.rootfs" | grep -v '^linux_version=' >"$used"
 if diff -u "$expected" "$used" >/dev/null; then
-	ok "host build used the defconfig's fragments, patch dir, linux extension, overlay, post-build script"
+	ok "host build used the defconfig's fragments, patch dir, linux extension, overlay, post-build/post-fakeroot/post-image scripts"
 else
 	ko "host build settings differ from the defconfig:"
 	diff -u "$expected" "$used" | sed 's/^/    /' >&2 || true

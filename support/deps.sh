@@ -41,6 +41,8 @@ python3:/usr/bin/python3
 python3-magic:/usr/lib/python3/dist-packages/magic/__init__.py
 python3-flake8:/usr/lib/python3/dist-packages/flake8/__init__.py
 shellcheck:/usr/bin/shellcheck
+python3-nose2:/usr/lib/python3/dist-packages/nose2/__init__.py
+python3-pexpect:/usr/lib/python3/dist-packages/pexpect/__init__.py
 "
 BINDGEN_VERSION=0.73.2
 

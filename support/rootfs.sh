@@ -1,7 +1,8 @@
 #!/bin/sh
 # Host build of the root filesystem, in Buildroot's order:
 #   skeleton (busybox-static + applet links) -> kernel modules -> packages
-#   (puzzlefs) -> rootfs overlays -> post-build scripts -> cpio image.
+#   (puzzlefs) -> rootfs overlays -> post-build scripts -> owners reset to
+#   root -> post-fakeroot scripts -> cpio image -> post-image scripts.
 # Usage: support/rootfs.sh <output-dir>; settings from the Makefile's exports.
 set -eu
 
@@ -52,10 +53,22 @@ for script in ${POST_BUILD_SCRIPTS:-}; do
 		"$script" "$TARGET_DIR" || die "post-build script $script failed"
 done
 
+# Buildroot's fs/common.mk, on its copy of the target tree: every owner
+# reset to root, then the post-fakeroot scripts run (under fakeroot there;
+# as root here), so the owners, devices and xattrs they set are kept.
+chown -h -R 0:0 "$TARGET_DIR"
+for script in ${POST_FAKEROOT_SCRIPTS:-}; do
+	step "post-fakeroot $(basename "$script")"
+	env TARGET_DIR="$TARGET_DIR" BINARIES_DIR="$BINARIES_DIR" HOST_DIR="$HOST_DIR" \
+		BASE_DIR="$O" BUILD_DIR="$O/build" BR2_CONFIG="$O/.config" \
+		"$script" "$TARGET_DIR" || die "post-fakeroot script $script failed"
+done
+
 # What this build used, for support/check-drift.sh.
 {
 	for overlay in ${ROOTFS_OVERLAYS:-}; do echo "rootfs_overlay=$overlay"; done
 	for script in ${POST_BUILD_SCRIPTS:-}; do echo "post_build_script=$script"; done
+	for script in ${POST_FAKEROOT_SCRIPTS:-}; do echo "post_fakeroot_script=$script"; done
 	for script in ${POST_IMAGE_SCRIPTS:-}; do echo "post_image_script=$script"; done
 } >"$O/build/used-settings.rootfs"
 

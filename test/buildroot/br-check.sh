@@ -37,7 +37,7 @@ brmake() {
 	make -s -C "$BR" BR2_EXTERNAL="$EXT" O="$W/$name" "$@"
 }
 
-echo ">>> br-check: Buildroot $(make -s -C "$BR" O="$W/version" print-version 2>/dev/null) in $BR"
+echo ">>> br-check: Buildroot $(sed -n 's/^export BR2_VERSION := //p' "$BR/Makefile") in $BR"
 
 # --- 1. check-package -------------------------------------------------------
 # Every file of the tree that Buildroot reads: Kconfig, make, hash, the
@@ -241,7 +241,7 @@ for name, p in sorted(json.load(open(sys.argv[1])).items()):
 	fails=$(while read -r kind name src rest; do
 		src=${src%:}
 		case $kind in
-		NOHASH) if pend "$src"; then echo "br-check: note: hash pending for $src: $(grep "^$src " "$PENDING" | cut -d' ' -f2-)" >&2
+		NOHASH) if pend "$src"; then echo "br-check: note: hash pending for $src ($name): $(grep "^$src " "$PENDING" | cut -d' ' -f2-)" >&2
 			else echo "$name: $src$rest"; fi ;;
 		BAD) echo "$name: $src $rest" ;;
 		HASH|CHECKED) pend "$src" && echo "$src has a hash now: remove it from test/buildroot/hashes-pending.txt" ;;
@@ -264,6 +264,26 @@ for name, p in sorted(json.load(open(sys.argv[1])).items()):
 	fi
 else
 	ko "show-info failed (see $W/show-info.log)"
+fi
+
+# --- 6. the runtime test is found by Buildroot's run-tests -------------------
+# run-tests discovers tests under its own directory only: a scratch copy of
+# it whose tests/ links Buildroot's test directories and this tree's
+# support/testing/tests/puzzlefs (what a user links in; see the test).
+T=$W/testing
+rm -rf "$T"
+mkdir -p "$T/tests"
+cp "$BR/support/testing/run-tests" "$T/"
+for e in "$BR"/support/testing/*; do
+	case ${e##*/} in tests|run-tests) ;; *) ln -s "$e" "$T/" ;; esac
+done
+for e in "$BR"/support/testing/tests/*; do ln -s "$e" "$T/tests/"; done
+ln -s "$REPO/support/testing/tests/puzzlefs" "$T/tests/puzzlefs"
+"$PYTHON" "$T/run-tests" --list >"$W/run-tests-list.log" 2>&1
+if grep -q '^test_run (tests\.puzzlefs\.test_puzzlefs\.TestPuzzleFS[.a-z_]*) \.\.\. ok$' "$W/run-tests-list.log"; then
+	ok "run-tests --list finds tests.puzzlefs.test_puzzlefs.TestPuzzleFS.test_run ($(sed -n 's/^Ran \([0-9]*\) tests.*/\1/p' "$W/run-tests-list.log") tests in all)"
+else
+	ko "run-tests --list does not find TestPuzzleFS (see $W/run-tests-list.log)"
 fi
 
 echo "br-check: $([ $bad = 0 ] && echo 'all passed' || echo 'FAILED')"

@@ -16,6 +16,7 @@ bad/fuzz.digests (40 manifests of bit-flipped or truncated metadata layers).
 """
 import hashlib
 import os
+import random
 import shutil
 import struct
 import sys
@@ -95,8 +96,6 @@ os.unlink(os.path.join(nb, victim))
 
 # fuzz: metadata layers with random bit flips (and truncations), each referenced
 # by a manifest of its own; mounting and walking them must never crash.
-import random
-
 rng = random.Random(4)
 with open(os.path.join(blobs, layer.hex()), "rb") as f:
     meta = f.read()

@@ -3,13 +3,15 @@
 #   /root/pzk/fixture/oci        copy of the upstream-v1 fixture OCI directory
 #   /root/pzk/fixture/src{,-delta}  its source trees (from src.tar)
 #   /root/pzk/plain/oci          image of /root/pzk/plain/src built by this repo's
-#                                builder (tag plain), with a static busybox in it
+#                                builder (tag plain), with the target's busybox in it
 #   /root/pzk/<name>.digest      manifest digest of each image/tag
 #   /root/pzk/rootfs/oci         busybox + ls with its shared libraries (tag rootfs, zstd)
 #   /root/pzk/nested/oci         an image holding an image holding an image (tags
 #                                outer, middle, inner: nested-<tag>.digest)
-#   /usr/libexec/pzk/listing     prints a tree listing to compare trees in the guest
 #   /usr/libexec/pzk/pzk-tool    xattr get/list and run-as-uid (test/samples/pzk-tool.c)
+# (/usr/libexec/pzk/listing, which prints a tree listing, is in overlay/.)
+# A post-fakeroot script: the plain tree has owners, device nodes and a
+# trusted.* xattr. Its busybox is the target's ($TARGET_DIR/bin/busybox).
 # Usage: 30-puzzlefs-kernel-samples.sh <TARGET_DIR>; HOST_DIR/bin/puzzlefs is the builder.
 set -eu
 TARGET_DIR=$1
@@ -40,7 +42,7 @@ fi
 # busybox to execute, a file spanning many chunks, an empty file.
 S=$D/plain/src
 mkdir -p "$S/bin" "$S/dir/sub" "$S/sticky"
-cp /bin/busybox "$S/bin/busybox"
+cp "$TARGET_DIR/bin/busybox" "$S/bin/busybox"
 chmod 0755 "$S/bin/busybox"
 printf 'hello from puzzlefs\n' >"$S/hello.txt"
 : >"$S/empty"
@@ -89,11 +91,11 @@ digest_of "$N/oci" outer >"$D/nested-outer.digest"
 rm -rf "$N/inner" "$N/middle" "$N/outer"
 for n in inner middle outer; do [ -s "$D/nested-$n.digest" ] || die "no digest for nested $n"; done
 
-# A small real root file system: busybox, and ls and its shared libraries
-# from the build host (Debian), to chroot into.
+# A small real root file system: the target's busybox, and ls and its shared
+# libraries from the build host (Debian), to chroot into.
 R=$D/rootfs/src
 mkdir -p "$R/bin" "$R/usr/bin" "$R/lib64" "$R/lib/x86_64-linux-gnu" "$R/etc" "$R/tmp"
-cp /bin/busybox "$R/bin/busybox"
+cp "$TARGET_DIR/bin/busybox" "$R/bin/busybox"
 for applet in sh echo cat; do ln -s busybox "$R/bin/$applet"; done
 cp /usr/bin/ls "$R/usr/bin/ls"
 ldd /usr/bin/ls | grep -o '/[^ ]*' | while IFS= read -r lib; do
@@ -107,23 +109,3 @@ digest_of "$D/rootfs/oci" rootfs >"$D/rootfs.digest"
 # The helper the cases use for xattrs and for reading as another user.
 ${CC:-cc} -static -O2 -o "$TARGET_DIR/usr/libexec/pzk/pzk-tool" \
 	"$(dirname "$0")/../../../test/samples/pzk-tool.c" || die "building pzk-tool failed"
-
-cat >"$TARGET_DIR/usr/libexec/pzk/listing" <<'LISTING'
-#!/bin/sh
-# listing <dir>: one line per entry: path|kind|mode|uid|gid|size|content
-# (sha256 of files, target of links, device numbers); sorted by path.
-cd "$1" || exit 1
-find . | LC_ALL=C sort | while IFS= read -r f; do
-	[ "$f" = . ] && continue
-	if [ -L "$f" ]; then
-		echo "$f|link|$(stat -c '%u|%g' "$f")|$(readlink "$f")"
-	elif [ -d "$f" ]; then
-		echo "$f|dir|$(stat -c '%a|%u|%g' "$f")"
-	elif [ -f "$f" ]; then
-		echo "$f|file|$(stat -c '%a|%u|%g|%s' "$f")|$(sha256sum <"$f" | cut -d' ' -f1)"
-	else
-		echo "$f|$(stat -c '%F|%a|%u|%g|%t|%T' "$f")"
-	fi
-done
-LISTING
-chmod 0755 "$TARGET_DIR/usr/libexec/pzk/listing"
