@@ -13,7 +13,10 @@
 #     package's hash files, the kernel crates are Cargo.lock's, and the
 #     licence files of puzzlefs are hashed.
 # One line per check ("br-check: ok: ..." / "br-check: FAIL: ..."); exits 1
-# on any failure. Buildroot's make output goes to <work-dir>/*.log.
+# on any failure. Buildroot's make output goes to <work-dir>/*.log. A run
+# whose inputs (this tree's Buildroot files, overlay, cases, the host build's
+# used settings, Buildroot itself) are those of the last passing run prints
+# that run's report instead of redoing it (BR_CHECK_FORCE=1 redoes it).
 set -u
 BR=$(cd "$1" && pwd) || exit 1
 W=$2
@@ -39,6 +42,31 @@ brmake() {
 
 echo ">>> br-check: Buildroot $(sed -n 's/^export BR2_VERSION := //p' "$BR/Makefile") in $BR"
 
+# The sections run in parallel (each is several Buildroot make runs, which
+# spend seconds parsing every package); their lines are printed in order.
+defconfigs=$(cd "$REPO/configs" && ls -- *_defconfig)
+main=puzzlefs_qemu_defconfig
+start=$(date +%s)
+
+# The result depends only on these inputs: when none changed since a run
+# that passed, that run's report stands (printed again, marked as such).
+key=$( {
+	echo "$BR $(sed -n 's/^export BR2_VERSION := //p' "$BR/Makefile") $PYTHON"
+	cd "$REPO" && find br2-external configs board overlay package/puzzlefs/*.* package/puzzlefs/LICENSE* \
+		package/puzzlefs/kernel/crates/Cargo.lock test/cases test/debug test/lib.tcl test/samples \
+		test/buildroot support/testing .flake8 -type f -o -type l 2>/dev/null | LC_ALL=C sort | xargs sha256sum
+	[ -n "$HOSTO" ] && cat "$HOSTO"/build/used-settings.* 2>/dev/null
+	/bin/busybox --list 2>/dev/null
+	ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/ 2>/dev/null
+} | sha256sum | cut -d' ' -f1)
+if [ -z "${BR_CHECK_FORCE:-}" ] && [ "$(cat "$W/passed.key" 2>/dev/null)" = "$key" ] && [ -s "$W/passed.out" ]; then
+	echo "br-check: inputs unchanged since the run that passed at $(date -u -r "$W/passed.out" +%H:%M:%SZ) (key ${key%"${key#????????????}"}): its report:"
+	cat "$W/passed.out"
+	exit 0
+fi
+rm -f "$W/passed.key" "$W/passed.out"
+
+section1() {
 # --- 1. check-package -------------------------------------------------------
 # Every file of the tree that Buildroot reads: Kconfig, make, hash, the
 # defconfigs, the glue patches, and the scripts Buildroot runs.
@@ -60,13 +88,14 @@ else
 		sed 's/^/    /' "$W/check-package.log"
 	fi
 fi
+}
 
 # --- 2. defconfigs load, and are what savedefconfig writes ------------------
-defconfigs=$(cd "$REPO/configs" && ls -- *_defconfig)
-for d in $defconfigs; do
+check_defconfig() {
+	local d=$1 lost
 	if ! brmake "$d" "$d" >"$W/$d.log" 2>&1; then
 		ko "$d does not load (see $W/$d.log)"
-		continue
+		return
 	fi
 	lost=$(grep -v '^$' "$REPO/configs/$d" | while IFS= read -r line; do
 		grep -qxF -- "$line" "$W/$d/.config" || echo "$line"
@@ -84,8 +113,9 @@ for d in $defconfigs; do
 		ko "$d: differs from what savedefconfig writes:"
 		sed 's/^/    /' "$W/$d.diff"
 	fi
-done
+}
 
+section3() {
 # --- 3. list-defconfigs ------------------------------------------------------
 brmake list list-defconfigs >"$W/list-defconfigs.log" 2>&1
 for d in $defconfigs; do
@@ -96,9 +126,12 @@ for d in $defconfigs; do
 		ko "list-defconfigs does not show $d (see $W/list-defconfigs.log)"
 	fi
 done
+}
 
-# --- 4. printvars against what the host build used --------------------------
+section45() {
+# --- 2 (main defconfig), 4. printvars against what the host build used --------------------------
 main=puzzlefs_qemu_defconfig
+check_defconfig $main
 brmake "$main" printvars VARS='LINUX_VERSION LINUX_KCONFIG_FRAGMENT_FILES LINUX_KCONFIG_FILE
 	LINUX_PRE_PATCH_HOOKS LINUX_EXTENSIONS BR2_GLOBAL_PATCH_DIR BR2_ROOTFS_OVERLAY
 	BR2_ROOTFS_POST_BUILD_SCRIPT BR2_ROOTFS_POST_FAKEROOT_SCRIPT BR2_ROOTFS_POST_IMAGE_SCRIPT
@@ -265,7 +298,9 @@ for name, p in sorted(json.load(open(sys.argv[1])).items()):
 else
 	ko "show-info failed (see $W/show-info.log)"
 fi
+}
 
+section6() {
 # --- 6. the runtime test is found by Buildroot's run-tests -------------------
 # run-tests discovers tests under its own directory only: a scratch copy of
 # it whose tests/ links Buildroot's test directories and this tree's
@@ -285,6 +320,22 @@ if grep -q '^test_run (tests\.puzzlefs\.test_puzzlefs\.TestPuzzleFS[.a-z_]*) \.\
 else
 	ko "run-tests --list does not find TestPuzzleFS (see $W/run-tests-list.log)"
 fi
+}
 
-echo "br-check: $([ $bad = 0 ] && echo 'all passed' || echo 'FAILED')"
+section1 >"$W/s1.out" 2>&1 &
+for d in $defconfigs; do
+	[ "$d" = $main ] || check_defconfig "$d" >"$W/s2-$d.out" 2>&1 &
+done
+section3 >"$W/s3.out" 2>&1 &
+section45 >"$W/s45.out" 2>&1 &
+section6 >"$W/s6.out" 2>&1 &
+wait
+cat "$W/s1.out" "$W"/s2-*.out "$W/s45.out" "$W/s3.out" "$W/s6.out" >"$W/report.out"
+grep -q '^br-check: FAIL' "$W/report.out" && bad=1
+echo "br-check: $([ $bad = 0 ] && echo 'all passed' || echo 'FAILED') in $(($(date +%s) - start)) s" >>"$W/report.out"
+cat "$W/report.out"
+if [ $bad = 0 ]; then
+	mv "$W/report.out" "$W/passed.out"
+	echo "$key" >"$W/passed.key"
+fi
 exit $bad

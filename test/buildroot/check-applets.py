@@ -62,6 +62,9 @@ def commands(shell):
     """Words in command position of a shell text."""
     found = set()
     shell = re.sub(r"\$\{[^}]*\}|\[[a-z_]+ [^]]*\]", " x ", shell)  # ${...} and Tcl [cmd ...]
+    # A double-quoted word is data, except for the $(...) commands in it.
+    shell = re.sub(r'"(?:[^"\\]|\\.)*"',
+                   lambda m: " ; ".join(re.findall(r"\$\(([^()]*)\)", m.group(0))) or " x ", shell)
     for seg in re.split(r"\|\||&&|[|;&\n`]|\$\(|\(|\)|\bsh -c ['\"]?|\s-exec\s", shell):
         words = seg.replace("'", " ").replace('"', " ").split()
         while words:
