@@ -54,7 +54,7 @@ key=$( {
 	echo "$BR $(sed -n 's/^export BR2_VERSION := //p' "$BR/Makefile") $PYTHON"
 	cd "$REPO" && find br2-external configs board overlay package/puzzlefs/*.* package/puzzlefs/LICENSE* \
 		package/puzzlefs/kernel/crates/Cargo.lock test/cases test/debug test/lib.tcl test/samples \
-		test/buildroot support/testing .flake8 -type f -o -type l 2>/dev/null | LC_ALL=C sort | xargs sha256sum
+		test/buildroot support/testing .flake8 -type f -o -type l 2>/dev/null | LC_ALL=C sort | xargs sha256sum 2>/dev/null
 	[ -n "$HOSTO" ] && cat "$HOSTO"/build/used-settings.* 2>/dev/null
 	/bin/busybox --list 2>/dev/null
 	ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/ 2>/dev/null
@@ -219,6 +219,25 @@ crates=$(var PUZZLEFS_KERNEL_CRATES | tr ' ' '\n' | sed '/^$/d' | sort | tr '\n'
 [ "$crates" = "$locked" ] && ok "printvars PUZZLEFS_KERNEL_CRATES = kernel/crates/Cargo.lock: $crates" \
 	|| ko "printvars PUZZLEFS_KERNEL_CRATES '$crates', kernel/crates/Cargo.lock has '$locked'"
 
+# Each crate's hash line is its lock file's checksum (check-hash below
+# compares the files themselves where cargo's cache has them).
+for pair in "package/puzzlefs/kernel/crates/Cargo.lock:board/qemu/patches/linux/linux.hash" \
+	"package/puzzlefs/Cargo.lock:package/puzzlefs-crates/puzzlefs-crates.hash"; do
+	lockf=${pair%%:*}
+	hashf=${pair#*:}
+	missing=$(awk '$1 == "[[package]]" { n = v = s = "" }
+		$1 == "name" { n = $3 } $1 == "version" { v = $3 } $1 == "source" { s = $3 }
+		$1 == "checksum" && s ~ /^"registry\+/ { gsub(/"/, "", n); gsub(/"/, "", v); gsub(/"/, "", $3);
+			print "sha256  " $3 "  " n "-" v ".crate" }' "$REPO/$lockf" |
+		while IFS= read -r line; do grep -qxF -- "$line" "$REPO/$hashf" || echo "$line"; done)
+	if [ -z "$missing" ]; then
+		ok "$hashf: every crate of $lockf with its checksum"
+	else
+		ko "$hashf lacks these lines of $lockf:"
+		printf '%s\n' "$missing" | sed 's/^/    /'
+	fi
+done
+
 # --- 5. every download has a hash --------------------------------------------
 # Buildroot's own support/download/check-hash, with the hash files
 # show-info lists for each package, as the download step would run it
@@ -275,7 +294,7 @@ for name, p in sorted(json.load(open(sys.argv[1])).items()):
 		src=${src%:}
 		case $kind in
 		NOHASH) if pend "$src"; then echo "br-check: note: hash pending for $src ($name): $(grep "^$src " "$PENDING" | cut -d' ' -f2-)" >&2
-			else echo "$name: $src$rest"; fi ;;
+			else echo "$name: $src: $rest"; fi ;;
 		BAD) echo "$name: $src $rest" ;;
 		HASH|CHECKED) pend "$src" && echo "$src has a hash now: remove it from test/buildroot/hashes-pending.txt" ;;
 		esac
