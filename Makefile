@@ -59,6 +59,9 @@ PUZZLEFS_TARGET_DIR := $(O)/build/puzzlefs
 PUZZLEFS_BIN := $(PUZZLEFS_TARGET_DIR)/x86_64-unknown-linux-gnu/release/puzzlefs
 HOST_DIR := $(O)/host
 
+# Target packages of this tree that the host build installs itself.
+PUZZLEFS_TEST_TOOLS := $(BR2_PACKAGE_PUZZLEFS_TEST_TOOLS)
+export PUZZLEFS_TEST_TOOLS
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_FAKEROOT_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \

@@ -40,6 +40,16 @@ rm -f lib/modules/*/build lib/modules/*/source
 step "puzzlefs (static)"
 install -D -m 0755 "$HOST_DIR/bin/puzzlefs" usr/bin/puzzlefs
 
+if [ -n "${PUZZLEFS_TEST_TOOLS:-}" ]; then
+	# package/puzzlefs-test-tools: the guest-side test helpers.
+	step "puzzlefs-test-tools (static)"
+	SAMPLES=$(cd "$(dirname "$0")/../test/samples" && pwd)
+	mkdir -p usr/libexec/pzk usr/libexec/puzzlefs-test
+	gcc -static -O2 -Wall -o usr/libexec/pzk/pzk-tool "$SAMPLES/pzk-tool.c" || die "building pzk-tool failed"
+	gcc -static -O2 -Wall -o usr/libexec/puzzlefs-test/pzt-helper "$SAMPLES/pzt-helper.c" \
+		|| die "building pzt-helper failed"
+fi
+
 for overlay in ${ROOTFS_OVERLAYS:-}; do
 	step "overlay $overlay"
 	cp -a "$overlay/." .

@@ -8,11 +8,11 @@
 #   /root/pzk/rootfs/oci         busybox + ls with its shared libraries (tag rootfs, zstd)
 #   /root/pzk/nested/oci         an image holding an image holding an image (tags
 #                                outer, middle, inner: nested-<tag>.digest)
-#   /usr/libexec/pzk/pzk-tool    xattr get/list and run-as-uid (test/samples/pzk-tool.c)
-# (/usr/libexec/pzk/listing, which prints a tree listing, is in overlay/.)
+# (/usr/libexec/pzk/listing, which prints a tree listing, is in overlay/;
+# /usr/libexec/pzk/pzk-tool comes from package/puzzlefs-test-tools.)
 # A post-fakeroot script: the plain tree has owners, device nodes and a
 # trusted.* xattr. Its busybox is the target's ($TARGET_DIR/bin/busybox).
-# Usage: 30-puzzlefs-kernel-samples.sh <TARGET_DIR>; HOST_DIR/bin/puzzlefs is the builder.
+# Usage (as root): 30-puzzlefs-kernel-samples.sh <TARGET_DIR>; HOST_DIR/bin/puzzlefs is the builder.
 set -eu
 TARGET_DIR=$1
 FIXTURE=${PUZZLEFS_FIXTURE:-/work/shared/fixtures/upstream-v1}
@@ -21,7 +21,7 @@ D=$TARGET_DIR/root/pzk
 die() { echo "pzk samples: $*" >&2; exit 1; }
 
 rm -rf "$D"
-mkdir -p "$D/fixture" "$D/plain" "$TARGET_DIR/usr/libexec/pzk"
+mkdir -p "$D/fixture" "$D/plain"
 
 # digest_of <oci dir> <tag>: the manifest digest of <tag> in index.json.
 digest_of() {
@@ -105,7 +105,3 @@ done
 echo 'root:x:0:0:root:/:/bin/sh' >"$R/etc/passwd"
 "$PUZZLEFS" -q build -c "$R" "$D/rootfs/oci" rootfs >/dev/null || die "puzzlefs build (rootfs) failed"
 digest_of "$D/rootfs/oci" rootfs >"$D/rootfs.digest"
-
-# The helper the cases use for xattrs and for reading as another user.
-${CC:-cc} -static -O2 -o "$TARGET_DIR/usr/libexec/pzk/pzk-tool" \
-	"$(dirname "$0")/../../../test/samples/pzk-tool.c" || die "building pzk-tool failed"

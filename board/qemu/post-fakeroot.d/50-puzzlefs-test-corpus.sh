@@ -2,11 +2,12 @@
 # The regression corpus of test/cases/5N-7N-*.exp (issue 6), put into the
 # target tree:
 #   /root/corpus/{img,manifests,copies,hostile,images.txt,big.txt}
-#   /usr/libexec/puzzlefs-test/pzt-helper     (static helper; the scripts are in overlay/)
+# (the guest's pzt-helper comes from package/puzzlefs-test-tools, the scripts
+# that use it from overlay/; gen-corpus.sh builds its own for the host side)
 # Made by test/samples/gen-corpus.sh with the host builder; cached under
 # $BUILD_DIR/pzt-corpus, keyed by the generators, the builder binary and the
 # fixture, so a rebuild with nothing changed only copies (seconds).
-# Usage: 50-puzzlefs-test-corpus.sh <TARGET_DIR> (Buildroot post-build environment).
+# Usage: 50-puzzlefs-test-corpus.sh <TARGET_DIR> (a Buildroot post-fakeroot script: run as root).
 set -eu
 TARGET_DIR=$1
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
@@ -32,8 +33,7 @@ fi
 
 D=$TARGET_DIR/root/corpus
 rm -rf "$D"
-mkdir -p "$D" "$TARGET_DIR/usr/libexec/puzzlefs-test"
+mkdir -p "$D"
 for x in img manifests copies hostile images.txt big.txt; do
 	cp -a "$CACHE/$x" "$D/"
 done
-install -m 0755 "$CACHE/bin/pzt-helper" "$TARGET_DIR/usr/libexec/puzzlefs-test/pzt-helper"
