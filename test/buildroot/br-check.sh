@@ -52,6 +52,8 @@ start=$(date +%s)
 # that passed, that run's report stands (printed again, marked as such).
 key=$( {
 	echo "$BR $(sed -n 's/^export BR2_VERSION := //p' "$BR/Makefile") $PYTHON"
+	(cd "$BR" && cat Makefile package/pkg-*.mk linux/linux.mk utils/check-package utils/checkpackagelib/*.py \
+		support/download/check-hash support/testing/run-tests package/busybox/busybox.config) | sha256sum
 	cd "$REPO" && find br2-external configs board overlay package/puzzlefs/*.* package/puzzlefs/LICENSE* \
 		package/puzzlefs/kernel/crates/Cargo.lock test/cases test/debug test/lib.tcl test/samples \
 		test/buildroot support/testing .flake8 -type f -o -type l 2>/dev/null | LC_ALL=C sort | xargs sha256sum 2>/dev/null
