@@ -137,7 +137,9 @@ check_defconfig $main
 brmake "$main" printvars VARS='LINUX_VERSION LINUX_KCONFIG_FRAGMENT_FILES LINUX_KCONFIG_FILE
 	LINUX_PRE_PATCH_HOOKS LINUX_EXTENSIONS BR2_GLOBAL_PATCH_DIR BR2_ROOTFS_OVERLAY
 	BR2_ROOTFS_POST_BUILD_SCRIPT BR2_ROOTFS_POST_FAKEROOT_SCRIPT BR2_ROOTFS_POST_IMAGE_SCRIPT
-	PUZZLEFS_% HOST_PUZZLEFS_% LINUX_HASH_FILES LINUX_HEADERS_HASH_FILES BUSYBOX_KCONFIG_FRAGMENT_FILES' \
+	PUZZLEFS_% HOST_PUZZLEFS_% LINUX_HASH_FILES LINUX_HEADERS_HASH_FILES BUSYBOX_KCONFIG_FRAGMENT_FILES
+	LINUX_MAKE_FLAGS LINUX_POST_CONFIGURE_HOOKS LINUX_FINAL_DEPENDENCIES LINUX_KCONFIG_DEPENDENCIES
+	BR2_PACKAGE_HOST_LLD' \
 	QUOTED_VARS=YES >"$W/printvars" 2>"$W/printvars.log" || ko "printvars failed (see $W/printvars.log)"
 var() { sed -n "s/^$1='\\(.*\\)'\$/\\1/p" "$W/printvars" | tr -s ' \t' ' ' | sed 's/^ //; s/ $//'; }
 abs() { local p; for p in $1; do realpath -m "$p"; done; }
@@ -211,6 +213,25 @@ for p in PUZZLEFS HOST_PUZZLEFS; do
 	case "$(var ${p}_LICENSE)" in
 	"$(echo "$ws_license" | sed 's/ OR / or /')"*) ok "printvars ${p}_LICENSE matches Cargo.toml ($ws_license)" ;;
 	*) ko "printvars ${p}_LICENSE '$(var ${p}_LICENSE)', Cargo.toml says $ws_license" ;;
+	esac
+done
+
+# The linux extension as Buildroot evaluates it.
+hostcflags=$(var LINUX_MAKE_FLAGS | grep -o 'HOSTCFLAGS="[^"]*"')
+case $hostcflags in
+*-isystem*) case $hostcflags in *" -I"*|*'"-I'*) ko "LINUX_MAKE_FLAGS: -I left in $hostcflags" ;; *) ok "LINUX_MAKE_FLAGS: $hostcflags" ;; esac ;;
+*) ko "LINUX_MAKE_FLAGS: no -isystem in '$hostcflags'" ;;
+esac
+case " $(var LINUX_POST_CONFIGURE_HOOKS) " in
+*" PUZZLEFS_CHECK_KERNEL_CONFIG "*) ok "LINUX_POST_CONFIGURE_HOOKS has PUZZLEFS_CHECK_KERNEL_CONFIG" ;;
+*) ko "LINUX_POST_CONFIGURE_HOOKS lacks PUZZLEFS_CHECK_KERNEL_CONFIG: $(var LINUX_POST_CONFIGURE_HOOKS)" ;;
+esac
+[ "$(var BR2_PACKAGE_HOST_LLD)" = y ] && ok "BR2_PACKAGE_HOST_LLD=y (selected by the extension)" \
+	|| ko "BR2_PACKAGE_HOST_LLD is '$(var BR2_PACKAGE_HOST_LLD)'"
+for dep in host-clang host-lld host-llvm host-rust-bindgen host-rustc; do
+	case " $(var LINUX_KCONFIG_DEPENDENCIES) " in
+	*" $dep "*) ;;
+	*) ko "linux: $dep is not a kconfig dependency (LINUX_KCONFIG_DEPENDENCIES)" ;;
 	esac
 done
 
