@@ -7,6 +7,7 @@
 set -eu
 
 O=$1
+REPO=$(cd "$(dirname "$0")/.." && pwd)
 TARGET_DIR=$O/target
 BINARIES_DIR=$O/images
 step() { printf '>>> rootfs %s\n' "$*"; }
@@ -43,7 +44,7 @@ install -D -m 0755 "$HOST_DIR/bin/puzzlefs" usr/bin/puzzlefs
 if [ -n "${PUZZLEFS_TEST_TOOLS:-}" ]; then
 	# package/puzzlefs-test-tools: the guest-side test helpers.
 	step "puzzlefs-test-tools (static)"
-	SAMPLES=$(cd "$(dirname "$0")/../test/samples" && pwd)
+	SAMPLES=$REPO/test/samples
 	mkdir -p usr/libexec/pzk usr/libexec/puzzlefs-test
 	gcc -static -O2 -Wall -o usr/libexec/pzk/pzk-tool "$SAMPLES/pzk-tool.c" || die "building pzk-tool failed"
 	gcc -static -O2 -Wall -o usr/libexec/puzzlefs-test/pzt-helper "$SAMPLES/pzt-helper.c" \
