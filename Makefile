@@ -5,11 +5,11 @@
 #   make run                       boot it in QEMU, console on this terminal
 #   make test                      build what is missing, cargo tests, boot once, run test/cases
 #   make test-debug                the suite (and test/debug) on a KASAN + kmemleak kernel, in $(O)/debug
-#
+#   make test-buildroot            (in make test) this tree checked by Buildroot's own code (../shared/buildroot)
 # With BUILDROOT=<path to a Buildroot checkout> every target is delegated to
 # that Buildroot with BR2_EXTERNAL=br2-external. Without it the host build
 # runs: the same appliance from Debian packages, reading the same defconfig
-# (kernel fragments, global patch dir, overlay, post-build script).
+# (kernel fragments, global patch dir, overlay, post-build/fakeroot/image scripts).
 
 O ?= $(CURDIR)/output
 override O := $(abspath $(O))
