@@ -74,8 +74,9 @@ section1() {
 # defconfigs, the glue patches, and the scripts Buildroot runs.
 files=$(cd "$REPO" && ls -d br2-external/external.desc br2-external/Config.in br2-external/external.mk \
 	br2-external/linux/* package/*/Config.in* package/*/*.mk package/*/*.hash \
+	package/puzzlefs/vendor-crates.sh package/puzzlefs/kernel/prepare-tree.sh \
 	configs/*_defconfig board/qemu/patches/*/* board/qemu/*.sh board/qemu/post-*.d/* \
-	board/qemu/post-fakeroot.d/* support/testing/tests/*/*.py support/testing/conf/* \
+	support/testing/tests/*/*.py \
 	2>/dev/null)
 if ! "$PYTHON" -c 'import magic, flake8' 2>/dev/null; then
 	ko "check-package needs python-magic and flake8 for $PYTHON (run: make deps)"
