@@ -11,7 +11,10 @@
 #     extension, overlay, post scripts, package sources and versions);
 #  5. show-info: every download of the configuration has a hash in the
 #     package's hash files, the kernel crates are Cargo.lock's, and the
-#     licence files of puzzlefs are hashed.
+#     licence files of puzzlefs are hashed;
+#  6. support/testing/run-tests --list finds the runtime test;
+#  7. the kernel crates, vendored offline from .crate files as the linux
+#     extension does, equal the host build's kernel tree.
 # One line per check ("br-check: ok: ..." / "br-check: FAIL: ..."); exits 1
 # on any failure. Buildroot's make output goes to <work-dir>/*.log. A run
 # whose inputs (this tree's Buildroot files, overlay, cases, the host build's
@@ -32,6 +35,9 @@ W=$(cd "$W" && pwd)
 bad=0
 ok() { echo "br-check: ok: $*"; }
 ko() { echo "br-check: FAIL: $*"; bad=1; }
+
+# var <NAME>: its value in printvars' output (section 4).
+var() { sed -n "s/^$1='\\(.*\\)'\$/\\1/p" "$W/printvars" | tr -s ' \t' ' ' | sed 's/^ //; s/ $//'; }
 
 # brmake <name> <make args...>: Buildroot with this tree, output in $W/<name>.
 brmake() {
@@ -142,7 +148,6 @@ brmake "$main" printvars VARS='LINUX_VERSION LINUX_KCONFIG_FRAGMENT_FILES LINUX_
 	LINUX_MAKE_FLAGS LINUX_POST_CONFIGURE_HOOKS LINUX_FINAL_DEPENDENCIES LINUX_KCONFIG_DEPENDENCIES
 	BR2_PACKAGE_HOST_LLD' \
 	QUOTED_VARS=YES >"$W/printvars" 2>"$W/printvars.log" || ko "printvars failed (see $W/printvars.log)"
-var() { sed -n "s/^$1='\\(.*\\)'\$/\\1/p" "$W/printvars" | tr -s ' \t' ' ' | sed 's/^ //; s/ $//'; }
 abs() { local p; for p in $1; do realpath -m "$p"; done; }
 
 used=$W/used-settings
@@ -365,6 +370,39 @@ else
 fi
 }
 
+section7() {
+# --- 7. the kernel crates, vendored offline as the extension does -----------
+# prepare-tree.sh with PUZZLEFS_KERNEL_CRATES_DL (Buildroot's linux download
+# directory) on the .crate files at hand must give the host build's kernel
+# tree the same rust/capnp, rust/hex and rust/puzzlefs_format.
+linux_dir=$(cat "$HOSTO/build/linux-dir" 2>/dev/null)
+cache=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/ 2>/dev/null | head -n1)
+if [ -z "$linux_dir" ] || [ ! -d "$linux_dir/rust/capnp" ]; then
+	echo "br-check: note: no host-built kernel tree: the offline crate vendoring is not compared"
+	return
+fi
+dl=$W/kernel-crates-dl
+rm -rf "$dl" "$W/ktree"
+mkdir -p "$dl" "$W/ktree"
+for c in $(var PUZZLEFS_KERNEL_CRATES); do
+	f=${c%@*}-${c#*@}.crate
+	[ -f "$cache$f" ] && cp "$cache$f" "$dl/"
+done
+: >"$W/ktree/Makefile"
+if PUZZLEFS_KERNEL_CRATES_DL=$dl PUZZLEFS_KERNEL_CACHE=$W/kernel-crates-cache \
+	"$REPO/package/puzzlefs/kernel/prepare-tree.sh" "$W/ktree" crates >"$W/ktree.log" 2>&1; then
+	for d in capnp hex puzzlefs_format; do
+		if diff -r "$W/ktree/rust/$d" "$linux_dir/rust/$d" >"$W/ktree-$d.diff" 2>&1; then
+			ok "kernel crates vendored offline from .crate files: rust/$d = the host build's"
+		else
+			ko "kernel crates vendored offline: rust/$d differs from $linux_dir/rust/$d (see $W/ktree-$d.diff)"
+		fi
+	done
+else
+	ko "prepare-tree.sh with PUZZLEFS_KERNEL_CRATES_DL failed (see $W/ktree.log)"
+fi
+}
+
 section1 >"$W/s1.out" 2>&1 &
 for d in $defconfigs; do
 	[ "$d" = $main ] || check_defconfig "$d" >"$W/s2-$d.out" 2>&1 &
@@ -373,7 +411,9 @@ section3 >"$W/s3.out" 2>&1 &
 section45 >"$W/s45.out" 2>&1 &
 section6 >"$W/s6.out" 2>&1 &
 wait
-cat "$W/s1.out" "$W"/s2-*.out "$W/s45.out" "$W/s3.out" "$W/s6.out" >"$W/report.out"
+# Needs printvars (section 4); runs after the others.
+section7 >"$W/s7.out" 2>&1
+cat "$W/s1.out" "$W"/s2-*.out "$W/s45.out" "$W/s3.out" "$W/s6.out" "$W/s7.out" >"$W/report.out"
 grep -q '^br-check: FAIL' "$W/report.out" && bad=1
 echo "br-check: $([ $bad = 0 ] && echo 'all passed' || echo 'FAILED') in $(($(date +%s) - start)) s" >>"$W/report.out"
 cat "$W/report.out"
