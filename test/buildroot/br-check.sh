@@ -64,6 +64,9 @@ key=$( {
 		package/puzzlefs/kernel/crates/Cargo.lock test/cases test/debug test/lib.tcl test/samples \
 		test/buildroot support/testing .flake8 -type f -o -type l 2>/dev/null | LC_ALL=C sort | xargs sha256sum 2>/dev/null
 	[ -n "$HOSTO" ] && cat "$HOSTO"/build/used-settings.* 2>/dev/null
+	# what section 7 compares with
+	kd=$(cat "$HOSTO/build/linux-dir" 2>/dev/null) && [ -d "$kd/rust" ] &&
+		(cd "$kd/rust" && find capnp hex puzzlefs_format -type f 2>/dev/null | LC_ALL=C sort | xargs sha256sum)
 	/bin/busybox --list 2>/dev/null
 	ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/ 2>/dev/null
 } | sha256sum | cut -d' ' -f1)
