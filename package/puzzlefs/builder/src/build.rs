@@ -10,8 +10,8 @@
 //!    earlier file has shares that file's chunk pieces instead. At most a few chunks per worker are
 //!    in memory; every file is read once and must keep its size.
 //! 3. Write the metadata layer, then the manifest, then sync, then point the
-//!    tag at the manifest in index.json. The directory lock is held
-//!    throughout; a failure leaves index.json as it was.
+//!    tag at the manifest in index.json, under the index lock (held for
+//!    that step only); a failure leaves index.json as it was.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
@@ -24,7 +24,7 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use puzzlefs_format::{find_inode, BlobRef, Digest, Error as FmtError, InodeKind, NAME_MAX};
 
-use crate::chunks::chunk_and_store;
+use crate::chunks::{chunk_and_store, SrcFile};
 use crate::image::{self, Image};
 use crate::model::{encode_layer, encode_manifest, FileChunk, InodeRec, Kind};
 use crate::oci::OciDir;
@@ -124,9 +124,22 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     if !meta.is_dir() {
         bail!("{}: not a directory", rootfs.display());
     }
-    let oci = OciDir::create(oci_dir)?;
-    let _lock = oci.lock()?;
-
+    crate::oci::check_tag(tag)?;
+    let progress = &opts.progress;
+    // A missing base is found before anything is created.
+    let oci = match &opts.base {
+        Some(t) => {
+            crate::oci::check_tag(t)?;
+            OciDir::open(oci_dir)?
+        }
+        None => OciDir::create(oci_dir)?,
+    };
+    let _gc_lock = oci.lock_for_build(&|| {
+        progress.info(&format!(
+            "{}: waiting for a gc to finish",
+            oci.root().display()
+        ))
+    })?;
     let base_image = match &opts.base {
         Some(t) => Some(Image::open_tag(&oci, t).with_context(|| format!("base layer {t:?}"))?),
         None => None,
@@ -139,7 +152,6 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         Base::default()
     };
 
-    let progress = &opts.progress;
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
@@ -148,7 +160,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     let level = opts.compression.then_some(opts.zstd_level);
     // The scan feeds regular files to the chunker as it finds them, and
     // xattrs and symlink targets are read while the contents stream.
-    let (file_tx, file_rx) = mpsc::channel::<(PathBuf, u64)>();
+    let (file_tx, file_rx) = mpsc::channel::<SrcFile>();
     let (inodes, attrs, chunks) = std::thread::scope(|s| {
         let chunker = s.spawn(|| chunk_and_store(&oci, file_rx, level, threads, progress));
         let inodes = scan(rootfs, &base, &file_tx, progress);
@@ -308,7 +320,12 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     let manifest = encode_manifest(&layers, &verity);
     let (digest, _) = oci.put_blob(&manifest)?;
     oci.sync()?;
-    oci.commit_tag(tag, &digest, manifest.len() as u64)?;
+    oci.commit_tag(tag, &digest, manifest.len() as u64, &|| {
+        progress.info(&format!(
+            "{}: waiting for another build to update index.json",
+            oci.root().display()
+        ))
+    })?;
     Ok(BuildOutput {
         digest,
         manifest_size: manifest.len() as u64,
@@ -347,7 +364,7 @@ fn scan_base(layers: &[puzzlefs_format::Layer<'_>]) -> Result<Base> {
 fn scan(
     root: &Path,
     base: &Base,
-    files: &mpsc::Sender<(PathBuf, u64)>,
+    files: &mpsc::Sender<SrcFile>,
     progress: &Progress,
 ) -> Result<Vec<SrcInode>> {
     let delta = !base.paths.is_empty();
@@ -419,7 +436,7 @@ fn scan(
                 progress.add_total(meta.len());
                 // The chunker stops early only after an error of its own,
                 // which it reports; nothing to do here if it is gone.
-                let _ = files.send((path.clone(), meta.len()));
+                let _ = files.send(SrcFile::new(path.clone(), &meta));
             }
             out.push(SrcInode {
                 ino,

@@ -49,6 +49,11 @@ pub const MAX_CHUNK: u32 = 256 * 1024;
 /// Size of a read block (16 maximum chunks).
 const BLOCK_SIZE: usize = 4 << 20;
 
+/// Blocks in the pool, whatever the number of workers: two being filled and
+/// handed over, the rest (each holding 16 or more chunks) in the workers'
+/// hands, which keeps any number of workers busy.
+const POOL_BLOCKS: usize = 8;
+
 /// Files up to this size are stored once per distinct contents. A block
 /// always has room for one such file after its tail is carried over.
 const SAME_MAX: u64 = 1 << 20;
@@ -70,6 +75,63 @@ pub struct ChunkInfo {
     pub verity: [u8; 32],
 }
 
+/// A regular file as the scan saw it; the reader opens it again and
+/// checks that it is still that file.
+#[derive(Debug, Clone)]
+pub struct SrcFile {
+    /// Path.
+    pub path: PathBuf,
+    /// Size in bytes.
+    pub size: u64,
+    /// Device.
+    pub dev: u64,
+    /// Inode number.
+    pub ino: u64,
+}
+
+impl SrcFile {
+    /// The file at `path` with metadata `meta` (from the scan).
+    pub fn new(path: PathBuf, meta: &fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        SrcFile {
+            path,
+            size: meta.len(),
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// Opens the file without following a symlink and without blocking on
+    /// a fifo, and checks that it is the regular file the scan saw: a file
+    /// swapped for another, a fifo or a symlink during the build is an error
+    /// naming it, not a hang or a read of something else.
+    fn open(&self) -> io::Result<fs::File> {
+        use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+        let named =
+            |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.path.display()));
+        let f = fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(&self.path)
+            .map_err(named)?;
+        let m = f.metadata().map_err(named)?;
+        if !m.is_file() || m.dev() != self.dev || m.ino() != self.ino {
+            return Err(io::Error::other(format!(
+                "{}: replaced by another file during the build",
+                self.path.display()
+            )));
+        }
+        if m.len() != self.size {
+            return Err(io::Error::other(format!(
+                "{}: file changed size while being read (was {} bytes)",
+                self.path.display(),
+                self.size
+            )));
+        }
+        Ok(f)
+    }
+}
+
 /// What [`chunk_and_store`] made of the files.
 pub struct Stored {
     /// The chunks, in stream order.
@@ -85,7 +147,7 @@ pub struct Stored {
 /// when given.
 pub fn chunk_and_store(
     oci: &OciDir,
-    files: mpsc::Receiver<(PathBuf, u64)>,
+    files: mpsc::Receiver<SrcFile>,
     compression: Option<i32>,
     threads: usize,
     progress: &Progress,
@@ -103,9 +165,7 @@ pub fn chunk_and_store(
             let res_tx = res_tx.clone();
             let abort = &abort;
             s.spawn(move || {
-                // Two blocks being filled and handed over, the rest in the
-                // workers' hands.
-                let pool = Pool::new(2 + 2 * threads);
+                let pool = Pool::new(POOL_BLOCKS);
                 let mut r = Reader::new(pool, job_tx, abort, progress);
                 match r.read_all(&files) {
                     Ok(same) => same,
@@ -308,21 +368,18 @@ impl<'a> Reader<'a> {
 
     /// Streams every file, in order; returns which files repeat an earlier
     /// one (see [`Stored::same_as`]).
-    fn read_all(
-        &mut self,
-        files: &mpsc::Receiver<(PathBuf, u64)>,
-    ) -> io::Result<Vec<Option<usize>>> {
+    fn read_all(&mut self, files: &mpsc::Receiver<SrcFile>) -> io::Result<Vec<Option<usize>>> {
         let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
         let mut same_as = Vec::new();
-        for (idx, (path, size)) in files.iter().enumerate() {
+        for (idx, src) in files.iter().enumerate() {
             if self.stopped {
                 break;
             }
             if self.abort.load(Ordering::Relaxed) {
                 return Err(io::Error::other("aborted"));
             }
-            let file = fs::File::open(&path)
-                .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", path.display())))?;
+            let file = src.open()?;
+            let (path, size) = (src.path, src.size);
             self.progress.files(idx as u64 + 1);
             if size > SAME_MAX {
                 self.stream_file(file, &path, size)?;
@@ -492,6 +549,23 @@ mod tests {
     /// Runs the reader over `list`: the chunks' bytes (in order) and the
     /// repeats it found.
     fn read(list: &[(PathBuf, u64)]) -> io::Result<(Vec<Job>, Vec<Option<usize>>)> {
+        let scanned = list
+            .iter()
+            .map(|(p, size)| {
+                use std::os::unix::fs::MetadataExt;
+                let (dev, ino) = fs::symlink_metadata(p).map_or((0, 0), |m| (m.dev(), m.ino()));
+                SrcFile {
+                    path: p.clone(),
+                    size: *size,
+                    dev,
+                    ino,
+                }
+            })
+            .collect::<Vec<_>>();
+        read_scanned(&scanned)
+    }
+
+    fn read_scanned(list: &[SrcFile]) -> io::Result<(Vec<Job>, Vec<Option<usize>>)> {
         let (tx, files) = mpsc::channel();
         for f in list {
             tx.send(f.clone()).unwrap();
@@ -536,6 +610,40 @@ mod tests {
             panic!("a missing file accepted");
         };
         assert!(e.to_string().contains("gone"), "{e}");
+    }
+
+    /// A file swapped for a fifo, a symlink or another file after the scan
+    /// is an error naming it (and the fifo does not block the build).
+    #[test]
+    fn a_file_swapped_after_the_scan_is_an_error() {
+        let t = tempfile::tempdir().unwrap();
+        let a = t.path().join("a");
+        let other = t.path().join("other");
+        fs::write(&other, b"secret").unwrap();
+        type Swap = fn(&Path, &Path);
+        let swaps: [(&str, Swap); 3] = [
+            ("fifo", |a, _| {
+                crate::sys::mknod(a, libc::S_IFIFO | 0o644, 0).unwrap()
+            }),
+            ("symlink", |a, other| {
+                std::os::unix::fs::symlink(other, a).unwrap()
+            }),
+            ("file", |a, _| fs::write(a, b"hello!").unwrap()),
+        ];
+        for (what, swap) in swaps {
+            fs::write(&a, b"hello!").unwrap();
+            let scanned = SrcFile::new(a.clone(), &fs::symlink_metadata(&a).unwrap());
+            // Kept alive elsewhere, so that the new file cannot reuse its
+            // inode number.
+            let kept = t.path().join(format!("kept-{what}"));
+            fs::rename(&a, &kept).unwrap();
+            swap(&a, &other);
+            let Err(e) = read_scanned(&[scanned]) else {
+                panic!("a file swapped for a {what} was read");
+            };
+            assert!(e.to_string().contains(&*a.to_string_lossy()), "{what}: {e}");
+            fs::remove_file(&a).unwrap();
+        }
     }
 
     #[test]

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -56,9 +56,7 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
     let layers = image::views(&blobs)?;
     let mut cache = BlobCache::default();
     let mut first_path: HashMap<u64, PathBuf> = HashMap::new();
-    // Directory attributes are applied last, deepest first, so that
-    // read-only directories do not block their own contents.
-    let mut dirs: Vec<(PathBuf, u32, u32, u16)> = Vec::new();
+    let mut dirs: Vec<(PathBuf, Attrs)> = Vec::new();
     let mut stats = ExtractStats::default();
     image::walk(&layers, |node| {
         let mut path = dest.to_path_buf();
@@ -76,22 +74,25 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                 return Ok(());
             }
         }
+        // The new regular file, kept open to set its attributes.
+        let mut open: Option<fs::File> = None;
         match kind {
             InodeKind::Dir => {
                 if !node.path.is_empty() {
                     fs::create_dir(&path).with_context(|| format!("{}", path.display()))?;
                 }
-                dirs.push((path.clone(), i.uid(), i.gid(), i.permissions()));
             }
             InodeKind::File => {
                 let file = i.file().map_err(ctx)?;
-                let mut f = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .with_context(|| format!("{}", path.display()))?;
-                stats.bytes += image::read_file(img.oci, &mut cache, &file, &mut f)
+                let f = open.insert(
+                    fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .mode(0o600)
+                        .open(&path)
+                        .with_context(|| format!("{}", path.display()))?,
+                );
+                stats.bytes += image::read_file(img.oci, &mut cache, &file, f)
                     .with_context(|| format!("{}", path.display()))?;
             }
             InodeKind::Lnk => {
@@ -141,11 +142,87 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
             }
         }
         stats.paths += 1;
+        let mut xattrs = Vec::new();
         for x in i.xattrs().map_err(ctx)? {
             let x = x.map_err(ctx)?;
-            if let Err(e) = sys::set_xattr(&path, x.key, x.value) {
-                let name = String::from_utf8_lossy(x.key);
-                if x.key.starts_with(b"user.") && kind != InodeKind::Lnk {
+            xattrs.push((x.key.to_vec(), x.value.to_vec()));
+        }
+        let attrs = Attrs {
+            kind,
+            uid: i.uid(),
+            gid: i.gid(),
+            perm: i.permissions(),
+            xattrs,
+        };
+        if kind == InodeKind::Dir {
+            dirs.push((path, attrs));
+        } else {
+            attrs.apply(&path, open.as_ref(), root, progress)?;
+            first_path.insert(ino, path);
+        }
+        Ok(())
+    })?;
+    // Directory attributes are applied last, deepest first, so that
+    // read-only directories do not block their own contents.
+    for (path, attrs) in dirs.iter().rev() {
+        attrs.apply(path, None, root, progress)?;
+    }
+    Ok(stats)
+}
+
+/// What is applied to a path once its contents are in place.
+struct Attrs {
+    kind: InodeKind,
+    uid: u32,
+    gid: u32,
+    perm: u16,
+    xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Attrs {
+    /// As root: owner, then mode (a chown clears set-id bits), then xattrs
+    /// (a chown also clears `security.capability`). Otherwise xattrs before
+    /// the mode, which may take away the write permission user xattrs need.
+    /// Through the open file when there is one.
+    fn apply(
+        &self,
+        path: &Path,
+        file: Option<&fs::File>,
+        root: bool,
+        progress: &Progress,
+    ) -> Result<()> {
+        if root {
+            match file {
+                Some(f) => std::os::unix::fs::fchown(f, Some(self.uid), Some(self.gid)),
+                None => sys::lchown(path, self.uid, self.gid),
+            }
+            .with_context(|| format!("{}: chown", path.display()))?;
+        } else {
+            self.set_xattrs(path, file, progress)?;
+        }
+        if self.kind != InodeKind::Lnk {
+            let mode = fs::Permissions::from_mode(u32::from(self.perm));
+            match file {
+                Some(f) => f.set_permissions(mode),
+                None => fs::set_permissions(path, mode),
+            }
+            .with_context(|| format!("{}: chmod", path.display()))?;
+        }
+        if root {
+            self.set_xattrs(path, file, progress)?;
+        }
+        Ok(())
+    }
+
+    fn set_xattrs(&self, path: &Path, file: Option<&fs::File>, progress: &Progress) -> Result<()> {
+        for (key, value) in &self.xattrs {
+            let r = match file {
+                Some(f) => sys::fset_xattr(f, key, value),
+                None => sys::set_xattr(path, key, value),
+            };
+            if let Err(e) = r {
+                let name = String::from_utf8_lossy(key);
+                if key.starts_with(b"user.") && self.kind != InodeKind::Lnk {
                     return Err(e)
                         .with_context(|| format!("{}: setting xattr {name}", path.display()));
                 }
@@ -155,30 +232,6 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                 ));
             }
         }
-        if kind != InodeKind::Dir {
-            if root {
-                sys::lchown(&path, i.uid(), i.gid())
-                    .with_context(|| format!("{}: chown", path.display()))?;
-            }
-            if kind != InodeKind::Lnk {
-                fs::set_permissions(
-                    &path,
-                    fs::Permissions::from_mode(u32::from(i.permissions())),
-                )
-                .with_context(|| format!("{}: chmod", path.display()))?;
-            }
-            first_path.insert(ino, path);
-        }
         Ok(())
-    })?;
-    for (path, uid, gid, perm) in dirs.iter().rev() {
-        if root {
-            sys::lchown(path, *uid, *gid).with_context(|| format!("{}: chown", path.display()))?;
-        }
-        fs::set_permissions(path, fs::Permissions::from_mode(u32::from(*perm)))
-            .with_context(|| format!("{}: chmod", path.display()))?;
     }
-    Ok(stats)
 }
-
-use std::os::unix::fs::OpenOptionsExt;

@@ -150,7 +150,7 @@ fn image_with(inodes: &[InodeRec], extra_blobs: &[Vec<u8>]) -> (tempfile::TempDi
         &[],
     );
     let (md, _) = oci.put_blob(&m).unwrap();
-    oci.commit_tag("t", &md, m.len() as u64).unwrap();
+    oci.commit_tag("t", &md, m.len() as u64, &|| {}).unwrap();
     (t, hex::encode(md))
 }
 
