@@ -1,15 +1,21 @@
 //! `puzzlefs extract`: an image back to a directory tree.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
 use puzzlefs_format::InodeKind;
 
 use crate::image::{self, BlobCache, Image};
+
+/// Decompressed chunk blobs kept for the extraction's threads (a pack of
+/// small files serves many files, written by different threads).
+const CACHE_BYTES: usize = 64 << 20;
 use crate::oci::OciDir;
 use crate::progress::Progress;
 use crate::sys;
@@ -54,8 +60,12 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
     let root = sys::is_root();
     let blobs = img.blobs();
     let layers = image::views(&blobs)?;
-    let mut cache = BlobCache::default();
     let mut first_path: HashMap<u64, PathBuf> = HashMap::new();
+    // Regular files are written after the walk, on all cores; their hard
+    // links are made after that.
+    let mut files: Vec<(PathBuf, u64, Attrs)> = Vec::new();
+    let mut file_inos: HashSet<u64> = HashSet::new();
+    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
     let mut dirs: Vec<(PathBuf, Attrs)> = Vec::new();
     let mut stats = ExtractStats::default();
     image::walk(&layers, |node| {
@@ -69,13 +79,15 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
         let ctx = |e: puzzlefs_format::Error| anyhow!("{}: inode {ino}: {e}", path.display());
         if kind != InodeKind::Dir {
             if let Some(first) = first_path.get(&ino) {
-                fs::hard_link(first, &path).with_context(|| format!("{}", path.display()))?;
+                if file_inos.contains(&ino) {
+                    links.push((first.clone(), path));
+                } else {
+                    fs::hard_link(first, &path).with_context(|| format!("{}", path.display()))?;
+                }
                 stats.paths += 1;
                 return Ok(());
             }
         }
-        // The new regular file, kept open to set its attributes.
-        let mut open: Option<fs::File> = None;
         match kind {
             InodeKind::Dir => {
                 if !node.path.is_empty() {
@@ -83,17 +95,8 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                 }
             }
             InodeKind::File => {
-                let file = i.file().map_err(ctx)?;
-                let f = open.insert(
-                    fs::OpenOptions::new()
-                        .write(true)
-                        .create_new(true)
-                        .mode(0o600)
-                        .open(&path)
-                        .with_context(|| format!("{}", path.display()))?,
-                );
-                stats.bytes += image::read_file(img.oci, &mut cache, &file, f)
-                    .with_context(|| format!("{}", path.display()))?;
+                // Checked here, so that the workers meet no surprise.
+                i.file().map_err(ctx)?;
             }
             InodeKind::Lnk => {
                 let target = i
@@ -154,20 +157,91 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
             perm: i.permissions(),
             xattrs,
         };
-        if kind == InodeKind::Dir {
-            dirs.push((path, attrs));
-        } else {
-            attrs.apply(&path, open.as_ref(), root, progress)?;
-            first_path.insert(ino, path);
+        match kind {
+            InodeKind::Dir => dirs.push((path, attrs)),
+            InodeKind::File => {
+                file_inos.insert(ino);
+                first_path.insert(ino, path.clone());
+                files.push((path, ino, attrs));
+            }
+            _ => {
+                attrs.apply(&path, None, root, progress)?;
+                first_path.insert(ino, path);
+            }
         }
         Ok(())
     })?;
+    stats.bytes = write_files(img, &files, root, progress)?;
+    for (first, path) in links {
+        fs::hard_link(&first, &path).with_context(|| format!("{}", path.display()))?;
+    }
     // Directory attributes are applied last, deepest first, so that
     // read-only directories do not block their own contents.
     for (path, attrs) in dirs.iter().rev() {
         attrs.apply(path, None, root, progress)?;
     }
     Ok(stats)
+}
+
+/// Writes the regular files (path, inode, attributes) on all cores, each
+/// thread with its own view of the metadata and one shared cache of
+/// decompressed chunks; returns the bytes written.
+fn write_files(
+    img: &Image<'_>,
+    files: &[(PathBuf, u64, Attrs)],
+    root: bool,
+    progress: &Progress,
+) -> Result<u64> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len().max(1));
+    let cache = BlobCache::new(CACHE_BYTES);
+    let next = AtomicUsize::new(0);
+    let bytes = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let first_err: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let r = (|| -> Result<()> {
+                    let blobs = img.blobs();
+                    let layers = image::views(&blobs)?;
+                    while !failed.load(Ordering::Relaxed) {
+                        let Some((path, ino, attrs)) =
+                            files.get(next.fetch_add(1, Ordering::Relaxed))
+                        else {
+                            break;
+                        };
+                        let inode = puzzlefs_format::find_inode(layers.iter().copied(), *ino)
+                            .and_then(|i| i.file())
+                            .map_err(|e| anyhow!("{}: inode {ino}: {e}", path.display()))?;
+                        let mut f = fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .mode(0o600)
+                            .open(path)
+                            .with_context(|| format!("{}", path.display()))?;
+                        let n = image::read_file(img.oci, &cache, &inode, &mut f)
+                            .with_context(|| format!("{}", path.display()))?;
+                        bytes.fetch_add(n, Ordering::Relaxed);
+                        attrs.apply(path, Some(&f), root, progress)?;
+                    }
+                    Ok(())
+                })();
+                if let Err(e) = r {
+                    failed.store(true, Ordering::Relaxed);
+                    first_err
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(e);
+                }
+            });
+        }
+    });
+    match first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(bytes.into_inner()),
+    }
 }
 
 /// What is applied to a path once its contents are in place.
