@@ -24,7 +24,8 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use puzzlefs_format::{find_inode, BlobRef, Digest, Error as FmtError, InodeKind, NAME_MAX};
 
-use crate::chunks::{chunk_and_store, SrcFile};
+pub use crate::chunks::Chunking;
+use crate::chunks::{chunk_and_store, FileMap, SrcFile};
 use crate::image::{self, Image};
 use crate::model::{encode_layer, encode_manifest, FileChunk, InodeRec, Kind};
 use crate::oci::OciDir;
@@ -48,6 +49,8 @@ pub struct BuildOptions {
     pub zstd_level: i32,
     /// Worker threads for hashing and compression (0: one per CPU).
     pub threads: usize,
+    /// How file contents are cut into chunks.
+    pub chunking: Chunking,
     /// Progress reporter.
     pub progress: Progress,
 }
@@ -59,6 +62,7 @@ impl Default for BuildOptions {
             compression: false,
             zstd_level: ZSTD_LEVEL,
             threads: 0,
+            chunking: Chunking::default(),
             progress: Progress::hidden(),
         }
     }
@@ -162,7 +166,8 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     // xattrs and symlink targets are read while the contents stream.
     let (file_tx, file_rx) = mpsc::channel::<SrcFile>();
     let (inodes, attrs, chunks) = std::thread::scope(|s| {
-        let chunker = s.spawn(|| chunk_and_store(&oci, file_rx, level, threads, progress));
+        let chunker =
+            s.spawn(|| chunk_and_store(&oci, file_rx, opts.chunking, level, threads, progress));
         let inodes = scan(rootfs, &base, &file_tx, progress);
         drop(file_tx);
         let attrs = inodes
@@ -174,7 +179,10 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     });
     let inodes = inodes?;
     let attrs = attrs?;
-    let crate::chunks::Stored { chunks, same_as } = chunks?;
+    let crate::chunks::Stored {
+        chunks,
+        files: maps,
+    } = chunks?;
     let total: u64 = inodes
         .iter()
         .filter(|i| i.meta.is_file())
@@ -193,7 +201,10 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         inodes: inodes.len() as u64,
         logical_bytes: total,
         chunks: chunks.len() as u64,
-        same_files: same_as.iter().filter(|s| s.is_some()).count() as u64,
+        same_files: maps
+            .iter()
+            .filter(|m| matches!(m, FileMap::Same(_)))
+            .count() as u64,
         ..Default::default()
     };
     for c in &chunks {
@@ -203,58 +214,44 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         }
     }
 
-    // File contents: stream offsets -> chunk pieces; a file that repeats an
-    // earlier one takes its pieces.
+    // File contents: each file's pieces; a file that repeats an earlier
+    // one takes its pieces.
     let mut file_chunks: HashMap<u64, Vec<FileChunk>> = HashMap::new();
     {
         // Inode of each file, in stream order.
-        let mut inos: Vec<u64> = Vec::with_capacity(same_as.len());
-        let mut ci = 0usize;
-        let mut chunk_start = 0u64;
-        let mut pos = 0u64;
+        let mut inos: Vec<u64> = Vec::with_capacity(maps.len());
         let files = inodes
             .iter()
             .filter(|i| i.meta.is_file() && i.meta.len() > 0);
         for (k, i) in files.enumerate() {
-            let same = same_as
+            let map = maps
                 .get(k)
                 .ok_or_else(|| anyhow!("internal: fewer files streamed than scanned"))?;
             inos.push(i.ino);
-            if let Some(j) = *same {
-                let pieces = inos
-                    .get(j)
+            let pieces = match map {
+                FileMap::Same(j) => inos
+                    .get(*j)
                     .and_then(|o| file_chunks.get(o))
                     .ok_or_else(|| anyhow!("internal: a file repeats a later one"))?
-                    .clone();
-                file_chunks.insert(i.ino, pieces);
-                continue;
-            }
-            let end = pos + i.meta.len();
-            let mut pieces = Vec::new();
-            while pos < end {
-                let c = chunks
-                    .get(ci)
-                    .ok_or_else(|| anyhow!("internal: chunk stream shorter than the files"))?;
-                let chunk_end = chunk_start + c.len;
-                let piece_end = end.min(chunk_end);
-                pieces.push(FileChunk {
-                    blob: BlobRef {
-                        digest: c.digest,
-                        offset: pos - chunk_start,
-                        compressed: c.compressed,
-                    },
-                    len: piece_end - pos,
-                });
-                pos = piece_end;
-                if pos == chunk_end {
-                    ci += 1;
-                    chunk_start = chunk_end;
-                }
-            }
+                    .clone(),
+                FileMap::Pieces(p) => p
+                    .iter()
+                    .map(|p| {
+                        let c = chunks
+                            .get(p.seq)
+                            .ok_or_else(|| anyhow!("internal: a piece of a missing chunk"))?;
+                        Ok(FileChunk {
+                            blob: BlobRef {
+                                digest: c.digest,
+                                offset: p.offset,
+                                compressed: c.compressed,
+                            },
+                            len: p.len,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            };
             file_chunks.insert(i.ino, pieces);
-        }
-        if ci != chunks.len() {
-            bail!("internal: chunk stream longer than the files");
         }
     }
 
@@ -436,7 +433,7 @@ fn scan(
                 progress.add_total(meta.len());
                 // The chunker stops early only after an error of its own,
                 // which it reports; nothing to do here if it is gone.
-                let _ = files.send(SrcFile::new(path.clone(), &meta));
+                let _ = files.send(SrcFile::new(path.clone(), &meta, &crel.join(&b'/')));
             }
             out.push(SrcInode {
                 ino,

@@ -26,6 +26,17 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// `--chunking` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ChunkingArg {
+    /// Large files chunked on their own, small ones packed: an unchanged
+    /// file keeps its chunks from version to version.
+    Files,
+    /// One stream over all files: the other implementation's images, byte
+    /// for byte.
+    Stream,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Build <rootfs> into <oci_dir> as <tag>; prints the manifest digest.
@@ -51,6 +62,9 @@ enum Cmd {
         #[arg(short, long, value_name = "N",
               value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
+        /// How file contents are cut into chunks.
+        #[arg(long, value_enum, default_value_t = ChunkingArg::Files)]
+        chunking: ChunkingArg,
     },
     /// Extract image <tag> of <oci_dir> into <dir>.
     Extract {
@@ -111,12 +125,17 @@ fn run(cli: Cli) -> Result<()> {
             compression,
             level,
             jobs,
+            chunking,
         } => {
             let opts = BuildOptions {
                 base: base_layer,
                 compression,
                 zstd_level: level,
                 threads: jobs.map_or(0, usize::from),
+                chunking: match chunking {
+                    ChunkingArg::Files => puzzlefs::build::Chunking::Files,
+                    ChunkingArg::Stream => puzzlefs::build::Chunking::Stream,
+                },
                 progress: progress.clone(),
             };
             let out = build(&rootfs, &oci_dir, &tag, &opts)?;
