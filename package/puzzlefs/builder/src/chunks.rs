@@ -146,15 +146,12 @@ impl SrcFile {
     /// path from the root of the tree.
     pub fn new(path: PathBuf, meta: &fs::Metadata, rel: &[u8]) -> Self {
         use std::os::unix::fs::MetadataExt;
-        let h = blake3::hash(rel);
-        let mut key = [0u8; 8];
-        key.copy_from_slice(&h.as_bytes()[..8]);
         SrcFile {
             path,
             size: meta.len(),
             dev: meta.dev(),
             ino: meta.ino(),
-            key: u64::from_le_bytes(key),
+            key: path_key(rel),
         }
     }
 
@@ -187,6 +184,14 @@ impl SrcFile {
         }
         Ok(f)
     }
+}
+
+/// The key of a file's path in the tree (`a/b/c`), for [`SrcFile::key`].
+pub fn path_key(rel: &[u8]) -> u64 {
+    let h = blake3::hash(rel);
+    let mut key = [0u8; 8];
+    key.copy_from_slice(&h.as_bytes()[..8]);
+    u64::from_le_bytes(key)
 }
 
 /// What [`chunk_and_store`] made of the files.
