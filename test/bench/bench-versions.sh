@@ -26,6 +26,7 @@
 # PUZZLEFS_PREV  optional second binary, measured alongside as prev*
 # CACHE          where the trees live (default output/bench-versions)
 # LEVEL          zstd level for the -c builds (default: the tool's default)
+# LEVELS         more zstd levels, each measured as puzzlefs-zstdN-delta
 set -eu
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -219,6 +220,9 @@ puzzlefs_row puzzlefs-delta "$PUZZLEFS" 1
 puzzlefs_row puzzlefs-zstd "$PUZZLEFS" 0 -c $lvl
 # shellcheck disable=SC2086
 puzzlefs_row puzzlefs-zstd-delta "$PUZZLEFS" 1 -c $lvl
+for l in ${LEVELS:-}; do
+	puzzlefs_row "puzzlefs-zstd$l-delta" "$PUZZLEFS" 1 -c --level "$l"
+done
 # One version alone, for the "no larger than before" comparison.
 # shellcheck disable=SC2086
 puzzlefs_row_one() {
