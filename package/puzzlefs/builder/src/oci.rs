@@ -33,8 +33,8 @@ pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
 /// Errors of the OCI directory layer.
 #[derive(Debug, thiserror::Error)]
 pub enum OciError {
-    /// An I/O error on a named path.
-    #[error("{path}: {source}")]
+    /// An I/O error on a named path (the cause follows in the chain).
+    #[error("{path}")]
     Io {
         /// The path.
         path: PathBuf,
@@ -42,7 +42,7 @@ pub enum OciError {
         source: io::Error,
     },
     /// index.json does not parse.
-    #[error("{path}: invalid index.json: {source}")]
+    #[error("{path}: invalid index.json")]
     Index {
         /// The path.
         path: PathBuf,
