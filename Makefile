@@ -65,7 +65,7 @@ export PUZZLEFS_TEST_TOOLS
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_FAKEROOT_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static test-buildroot test-debug linux-update-defconfig kernel-series kernel-check bench-builder clean help check-config ensure-config
+	test-cargo test-suite test-static test-buildroot test-debug linux-update-defconfig kernel-series kernel-check bench-builder bench-versions clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -176,6 +176,12 @@ test-suite: check-config
 # mkfs.erofs and mksquashfs, several repetitions in one run.
 bench-builder: check-config deps-check puzzlefs
 	@PUZZLEFS=$(HOST_DIR)/bin/puzzlefs test/bench/bench-builder.sh
+
+# Storage of three successive debootstrap versions (made once, kept in
+# $(O)/bench-versions) beside tar.gz layers, squashfs and erofs. Needs root
+# and the Debian mirror apt uses. PUZZLEFS_PREV=<binary> adds its rows.
+bench-versions: check-config deps-check puzzlefs
+	@PUZZLEFS=$(HOST_DIR)/bin/puzzlefs CACHE=$(O)/bench-versions test/bench/bench-versions.sh
 
 kernel-series: check-config
 	@package/puzzlefs/kernel/export-series.sh $(O)/series

@@ -10,13 +10,13 @@
 //!    earlier file has shares that file's chunk pieces instead. At most a few chunks per worker are
 //!    in memory; every file is read once and must keep its size.
 //! 3. Write the metadata layer, then the manifest, then sync, then point the
-//!    tag at the manifest in index.json. The directory lock is held
-//!    throughout; a failure leaves index.json as it was.
+//!    tag at the manifest in index.json, under the index lock (held for
+//!    that step only); a failure leaves index.json as it was.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
@@ -24,7 +24,8 @@ use anyhow::{anyhow, bail, Context, Result};
 
 use puzzlefs_format::{find_inode, BlobRef, Digest, Error as FmtError, InodeKind, NAME_MAX};
 
-use crate::chunks::chunk_and_store;
+pub use crate::chunks::Chunking;
+use crate::chunks::{chunk_and_store, FileMap, SrcFile};
 use crate::image::{self, Image};
 use crate::model::{encode_layer, encode_manifest, FileChunk, InodeRec, Kind};
 use crate::oci::OciDir;
@@ -48,6 +49,8 @@ pub struct BuildOptions {
     pub zstd_level: i32,
     /// Worker threads for hashing and compression (0: one per CPU).
     pub threads: usize,
+    /// How file contents are cut into chunks.
+    pub chunking: Chunking,
     /// Progress reporter.
     pub progress: Progress,
 }
@@ -59,6 +62,7 @@ impl Default for BuildOptions {
             compression: false,
             zstd_level: ZSTD_LEVEL,
             threads: 0,
+            chunking: Chunking::default(),
             progress: Progress::hidden(),
         }
     }
@@ -94,15 +98,110 @@ pub struct BuildOutput {
     pub stats: BuildStats,
 }
 
-/// One inode of the source tree.
+/// The stat fields of a source inode that the image keeps.
+#[derive(Clone, Copy)]
+struct Stat {
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    size: u64,
+    rdev: u64,
+}
+
+impl Stat {
+    fn of(m: &fs::Metadata) -> Self {
+        Stat {
+            mode: m.mode(),
+            uid: m.uid(),
+            gid: m.gid(),
+            size: m.len(),
+            rdev: m.rdev(),
+        }
+    }
+
+    fn fmt(&self) -> u32 {
+        self.mode & libc::S_IFMT
+    }
+
+    fn is_dir(&self) -> bool {
+        self.fmt() == libc::S_IFDIR
+    }
+
+    fn is_file(&self) -> bool {
+        self.fmt() == libc::S_IFREG
+    }
+}
+
+/// One inode of the source tree: a few words; its name and its entries
+/// live in the scan's arenas, its path is made from its parents on demand
+/// (a tree of millions of inodes costs tens of bytes per inode).
 struct SrcInode {
     ino: u64,
-    path: PathBuf,
-    meta: fs::Metadata,
-    /// Children (name, ino), sorted by name, for directories.
-    entries: Vec<(Vec<u8>, u64)>,
-    /// Rel path components (for delta matching).
-    rel: Vec<Vec<u8>>,
+    /// Index of the parent in [`Scan::inodes`] (the root's is 0, itself).
+    parent: u32,
+    /// Name: `Scan::names[name_at..name_at + name_len]`.
+    name_at: usize,
+    name_len: u8,
+    stat: Stat,
+    /// Directory entries: `Scan::entries[entries_at..entries_at + entries_len]`.
+    entries_at: usize,
+    entries_len: u32,
+}
+
+/// A directory entry in [`Scan::entries`]: name in [`Scan::names`], ino.
+struct SrcEntry {
+    name_at: usize,
+    name_len: u8,
+    ino: u64,
+}
+
+/// The scanned tree.
+struct Scan {
+    root: PathBuf,
+    inodes: Vec<SrcInode>,
+    names: Vec<u8>,
+    entries: Vec<SrcEntry>,
+}
+
+impl Scan {
+    fn name(&self, at: usize, len: u8) -> &[u8] {
+        &self.names[at..at + usize::from(len)]
+    }
+
+    /// Path components of inode `idx` from the root.
+    fn components(&self, mut idx: usize) -> Vec<&[u8]> {
+        let mut out = Vec::new();
+        while idx != 0 {
+            let i = &self.inodes[idx];
+            out.push(self.name(i.name_at, i.name_len));
+            idx = i.parent as usize;
+        }
+        out.reverse();
+        out
+    }
+
+    fn rel(&self, idx: usize) -> RelPath {
+        self.components(idx)
+            .into_iter()
+            .map(<[u8]>::to_vec)
+            .collect()
+    }
+
+    fn path(&self, idx: usize) -> PathBuf {
+        let mut p = self.root.clone();
+        for c in self.components(idx) {
+            p.push(std::ffi::OsStr::from_bytes(c));
+        }
+        p
+    }
+
+    fn entries(&self, idx: usize) -> Vec<(Vec<u8>, u64)> {
+        let i = &self.inodes[idx];
+        self.entries[i.entries_at..i.entries_at + i.entries_len as usize]
+            .iter()
+            .map(|e| (self.name(e.name_at, e.name_len).to_vec(), e.ino))
+            .collect()
+    }
 }
 
 /// A path as its components from the root.
@@ -124,9 +223,22 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     if !meta.is_dir() {
         bail!("{}: not a directory", rootfs.display());
     }
-    let oci = OciDir::create(oci_dir)?;
-    let _lock = oci.lock()?;
-
+    crate::oci::check_tag(tag)?;
+    let progress = &opts.progress;
+    // A missing base is found before anything is created.
+    let oci = match &opts.base {
+        Some(t) => {
+            crate::oci::check_tag(t)?;
+            OciDir::open(oci_dir)?
+        }
+        None => OciDir::create(oci_dir)?,
+    };
+    let _gc_lock = oci.lock_for_build(&|| {
+        progress.info(&format!(
+            "{}: waiting for a gc to finish",
+            oci.root().display()
+        ))
+    })?;
     let base_image = match &opts.base {
         Some(t) => Some(Image::open_tag(&oci, t).with_context(|| format!("base layer {t:?}"))?),
         None => None,
@@ -139,7 +251,6 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         Base::default()
     };
 
-    let progress = &opts.progress;
     let threads = if opts.threads == 0 {
         std::thread::available_parallelism().map_or(2, |n| n.get())
     } else {
@@ -148,25 +259,34 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     let level = opts.compression.then_some(opts.zstd_level);
     // The scan feeds regular files to the chunker as it finds them, and
     // xattrs and symlink targets are read while the contents stream.
-    let (file_tx, file_rx) = mpsc::channel::<(PathBuf, u64)>();
+    let (file_tx, file_rx) = mpsc::channel::<SrcFile>();
     let (inodes, attrs, chunks) = std::thread::scope(|s| {
-        let chunker = s.spawn(|| chunk_and_store(&oci, file_rx, level, threads, progress));
+        let chunker =
+            s.spawn(|| chunk_and_store(&oci, file_rx, opts.chunking, level, threads, progress));
         let inodes = scan(rootfs, &base, &file_tx, progress);
         drop(file_tx);
         let attrs = inodes
             .as_ref()
             .map_err(|e| anyhow!("{e:#}"))
-            .and_then(|inodes| inodes.iter().map(read_attrs).collect::<Result<Vec<_>>>());
+            .and_then(|scan| {
+                (0..scan.inodes.len())
+                    .map(|idx| read_attrs(scan, idx))
+                    .collect::<Result<Vec<_>>>()
+            });
         let chunks = chunker.join().expect("chunker panicked");
         (inodes, attrs, chunks)
     });
-    let inodes = inodes?;
+    let scan = inodes?;
+    let inodes = &scan.inodes;
     let attrs = attrs?;
-    let crate::chunks::Stored { chunks, same_as } = chunks?;
+    let crate::chunks::Stored {
+        chunks,
+        files: maps,
+    } = chunks?;
     let total: u64 = inodes
         .iter()
-        .filter(|i| i.meta.is_file())
-        .map(|i| i.meta.len())
+        .filter(|i| i.stat.is_file())
+        .map(|i| i.stat.size)
         .sum();
     progress.detail(&format!(
         "{}: {} inodes, {} bytes",
@@ -181,7 +301,10 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         inodes: inodes.len() as u64,
         logical_bytes: total,
         chunks: chunks.len() as u64,
-        same_files: same_as.iter().filter(|s| s.is_some()).count() as u64,
+        same_files: maps
+            .iter()
+            .filter(|m| matches!(m, FileMap::Same(_)))
+            .count() as u64,
         ..Default::default()
     };
     for c in &chunks {
@@ -191,65 +314,59 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         }
     }
 
-    // File contents: stream offsets -> chunk pieces; a file that repeats an
-    // earlier one takes its pieces.
+    // File contents: each file's pieces; a file that repeats an earlier
+    // one takes its pieces.
     let mut file_chunks: HashMap<u64, Vec<FileChunk>> = HashMap::new();
     {
         // Inode of each file, in stream order.
-        let mut inos: Vec<u64> = Vec::with_capacity(same_as.len());
-        let mut ci = 0usize;
-        let mut chunk_start = 0u64;
-        let mut pos = 0u64;
+        let mut inos: Vec<u64> = Vec::with_capacity(maps.len());
         let files = inodes
             .iter()
-            .filter(|i| i.meta.is_file() && i.meta.len() > 0);
+            .filter(|i| i.stat.is_file() && i.stat.size > 0);
         for (k, i) in files.enumerate() {
-            let same = same_as
+            let map = maps
                 .get(k)
                 .ok_or_else(|| anyhow!("internal: fewer files streamed than scanned"))?;
             inos.push(i.ino);
-            if let Some(j) = *same {
-                let pieces = inos
-                    .get(j)
+            let pieces = match map {
+                FileMap::Same(j) => inos
+                    .get(*j)
                     .and_then(|o| file_chunks.get(o))
                     .ok_or_else(|| anyhow!("internal: a file repeats a later one"))?
-                    .clone();
-                file_chunks.insert(i.ino, pieces);
-                continue;
-            }
-            let end = pos + i.meta.len();
-            let mut pieces = Vec::new();
-            while pos < end {
-                let c = chunks
-                    .get(ci)
-                    .ok_or_else(|| anyhow!("internal: chunk stream shorter than the files"))?;
-                let chunk_end = chunk_start + c.len;
-                let piece_end = end.min(chunk_end);
-                pieces.push(FileChunk {
-                    blob: BlobRef {
-                        digest: c.digest,
-                        offset: pos - chunk_start,
-                        compressed: c.compressed,
-                    },
-                    len: piece_end - pos,
-                });
-                pos = piece_end;
-                if pos == chunk_end {
-                    ci += 1;
-                    chunk_start = chunk_end;
-                }
-            }
+                    .clone(),
+                FileMap::Pieces(p) => p
+                    .iter()
+                    .map(|p| {
+                        let c = chunks
+                            .get(p.seq)
+                            .ok_or_else(|| anyhow!("internal: a piece of a missing chunk"))?;
+                        Ok(FileChunk {
+                            blob: BlobRef {
+                                digest: c.digest,
+                                offset: p.offset,
+                                compressed: c.compressed,
+                            },
+                            len: p.len,
+                        })
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            };
             file_chunks.insert(i.ino, pieces);
-        }
-        if ci != chunks.len() {
-            bail!("internal: chunk stream longer than the files");
         }
     }
 
     let mut recs: BTreeMap<u64, InodeRec> = BTreeMap::new();
     let mut claimed: HashSet<u64> = inodes.iter().map(|i| i.ino).collect();
-    for (i, a) in inodes.iter().zip(attrs) {
-        let rec = to_rec(i, a, &mut file_chunks, &base, &mut claimed, &mut recs)?;
+    for (idx, a) in attrs.into_iter().enumerate() {
+        let rec = to_rec(
+            &scan,
+            idx,
+            a,
+            &mut file_chunks,
+            &base,
+            &mut claimed,
+            &mut recs,
+        )?;
         recs.insert(rec.ino, rec);
     }
 
@@ -308,7 +425,12 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     let manifest = encode_manifest(&layers, &verity);
     let (digest, _) = oci.put_blob(&manifest)?;
     oci.sync()?;
-    oci.commit_tag(tag, &digest, manifest.len() as u64)?;
+    oci.commit_tag(tag, &digest, manifest.len() as u64, &|| {
+        progress.info(&format!(
+            "{}: waiting for another build to update index.json",
+            oci.root().display()
+        ))
+    })?;
     Ok(BuildOutput {
         digest,
         manifest_size: manifest.len() as u64,
@@ -347,59 +469,85 @@ fn scan_base(layers: &[puzzlefs_format::Layer<'_>]) -> Result<Base> {
 fn scan(
     root: &Path,
     base: &Base,
-    files: &mpsc::Sender<(PathBuf, u64)>,
+    files: &mpsc::Sender<SrcFile>,
     progress: &Progress,
-) -> Result<Vec<SrcInode>> {
+) -> Result<Scan> {
     let delta = !base.paths.is_empty();
     let root_meta = fs::symlink_metadata(root).with_context(|| format!("{}", root.display()))?;
-    let mut out = vec![SrcInode {
-        ino: 1,
-        path: root.to_owned(),
-        meta: root_meta,
+    let mut out = Scan {
+        root: root.to_owned(),
+        inodes: vec![SrcInode {
+            ino: 1,
+            parent: 0,
+            name_at: 0,
+            name_len: 0,
+            stat: Stat::of(&root_meta),
+            entries_at: 0,
+            entries_len: 0,
+        }],
+        names: Vec::new(),
         entries: Vec::new(),
-        rel: Vec::new(),
-    }];
+    };
     let mut links: HashMap<(u64, u64), u64> = HashMap::new();
     let mut claimed: HashSet<u64> = HashSet::from([1]);
     let mut counter = 2u64;
     let mut next_new = base.max_ino.max(1) + 1;
     let mut qi = 0usize;
-    while qi < out.len() {
-        if !out[qi].meta.is_dir() {
+    while qi < out.inodes.len() {
+        if !out.inodes[qi].stat.is_dir() {
             qi += 1;
             continue;
         }
-        let dir = out[qi].path.clone();
-        let rel = out[qi].rel.clone();
+        let parent = u32::try_from(qi).map_err(|_| anyhow!("more than 2^32 inodes"))?;
+        let dir = out.path(qi);
+        let rel = if delta { out.rel(qi) } else { Vec::new() };
         // Each entry is stat'ed relative to the open directory (no walk of
         // the whole path), then the entries are sorted by name.
-        let mut names: Vec<(Vec<u8>, fs::Metadata)> = Vec::new();
+        // (name, stat, (dev, ino), nlink)
+        type Listed = (Vec<u8>, Stat, (u64, u64), u64);
+        let mut names: Vec<Listed> = Vec::new();
         for e in fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
             let e = e.with_context(|| format!("{}", dir.display()))?;
             let meta = e
                 .metadata()
                 .with_context(|| format!("{}", e.path().display()))?;
-            names.push((e.file_name().as_bytes().to_vec(), meta));
+            let id = (meta.dev(), meta.ino());
+            names.push((
+                e.file_name().as_bytes().to_vec(),
+                Stat::of(&meta),
+                id,
+                meta.nlink(),
+            ));
         }
         names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let mut entries = Vec::with_capacity(names.len());
-        for (name, meta) in names {
+        let entries_at = out.entries.len();
+        let entries_len = u32::try_from(names.len())
+            .map_err(|_| anyhow!("{}: too many entries", dir.display()))?;
+        for (name, stat, key, nlink) in names {
             let path = dir.join(std::ffi::OsStr::from_bytes(&name));
-            if name.len() > NAME_MAX || name.contains(&0) || name.contains(&b'/') {
+            let name_len = u8::try_from(name.len())
+                .ok()
+                .filter(|_| name.len() <= NAME_MAX && !name.contains(&0) && !name.contains(&b'/'));
+            let Some(name_len) = name_len else {
                 bail!("{}: name cannot be stored in the image", path.display());
-            }
-            let mut crel = rel.clone();
-            crel.push(name.clone());
+            };
+            let name_at = out.names.len();
+            out.names.extend_from_slice(&name);
             let counted = counter;
             counter += 1;
-            let key = (meta.dev(), meta.ino());
-            if !meta.is_dir() && meta.nlink() > 1 {
+            if !stat.is_dir() && nlink > 1 {
                 if let Some(&ino) = links.get(&key) {
-                    entries.push((name, ino));
+                    out.entries.push(SrcEntry {
+                        name_at,
+                        name_len,
+                        ino,
+                    });
                     continue;
                 }
             }
             let ino = if delta {
+                let mut crel = rel.clone();
+                crel.push(name.clone());
                 match base.paths.get(&crel) {
                     Some(&b) if !claimed.contains(&b) => b,
                     _ => {
@@ -411,25 +559,47 @@ fn scan(
                 counted
             };
             claimed.insert(ino);
-            if !meta.is_dir() && meta.nlink() > 1 {
+            if !stat.is_dir() && nlink > 1 {
                 links.insert(key, ino);
             }
-            entries.push((name, ino));
-            if meta.is_file() && meta.len() > 0 {
-                progress.add_total(meta.len());
+            out.entries.push(SrcEntry {
+                name_at,
+                name_len,
+                ino,
+            });
+            if stat.is_file() && stat.size > 0 {
+                progress.add_total(stat.size);
+                let rel_path = {
+                    let c = out.components(qi);
+                    let mut r = c.join(&b'/');
+                    if !r.is_empty() {
+                        r.push(b'/');
+                    }
+                    r.extend_from_slice(&name);
+                    r
+                };
                 // The chunker stops early only after an error of its own,
                 // which it reports; nothing to do here if it is gone.
-                let _ = files.send((path.clone(), meta.len()));
+                let _ = files.send(SrcFile {
+                    path,
+                    size: stat.size,
+                    dev: key.0,
+                    ino: key.1,
+                    key: crate::chunks::path_key(&rel_path),
+                });
             }
-            out.push(SrcInode {
+            out.inodes.push(SrcInode {
                 ino,
-                path,
-                meta,
-                entries: Vec::new(),
-                rel: crel,
+                parent,
+                name_at,
+                name_len,
+                stat,
+                entries_at: 0,
+                entries_len: 0,
             });
         }
-        out[qi].entries = entries;
+        out.inodes[qi].entries_at = entries_at;
+        out.inodes[qi].entries_len = entries_len;
         qi += 1;
     }
     Ok(out)
@@ -442,28 +612,25 @@ struct Attrs {
     symlink: Option<Vec<u8>>,
 }
 
-fn read_attrs(i: &SrcInode) -> Result<Attrs> {
+fn read_attrs(scan: &Scan, idx: usize) -> Result<Attrs> {
+    let path = scan.path(idx);
     let mut xattrs = Vec::new();
-    let names = sys::list_xattrs(&i.path)
-        .with_context(|| format!("{}: listing xattrs", i.path.display()))?;
+    let names =
+        sys::list_xattrs(&path).with_context(|| format!("{}: listing xattrs", path.display()))?;
     for n in names {
-        match sys::get_xattr(&i.path, &n) {
+        match sys::get_xattr(&path, &n) {
             Ok(v) => xattrs.push((n, v)),
             // Removed between list and get: nothing to store.
             Err(e) if e.raw_os_error() == Some(libc::ENODATA) => {}
             Err(e) => {
                 return Err(e).with_context(|| {
-                    format!(
-                        "{}: xattr {}",
-                        i.path.display(),
-                        String::from_utf8_lossy(&n)
-                    )
+                    format!("{}: xattr {}", path.display(), String::from_utf8_lossy(&n))
                 })
             }
         }
     }
-    let symlink = if i.meta.file_type().is_symlink() {
-        let t = fs::read_link(&i.path).with_context(|| format!("{}", i.path.display()))?;
+    let symlink = if scan.inodes[idx].stat.fmt() == libc::S_IFLNK {
+        let t = fs::read_link(&path).with_context(|| format!("{}", path.display()))?;
         Some(t.as_os_str().as_bytes().to_vec())
     } else {
         None
@@ -472,18 +639,25 @@ fn read_attrs(i: &SrcInode) -> Result<Attrs> {
 }
 
 fn to_rec(
-    i: &SrcInode,
+    scan: &Scan,
+    idx: usize,
     attrs: Attrs,
     file_chunks: &mut HashMap<u64, Vec<FileChunk>>,
     base: &Base,
     claimed: &mut HashSet<u64>,
     recs: &mut BTreeMap<u64, InodeRec>,
 ) -> Result<InodeRec> {
-    let ft = i.meta.file_type();
+    let i = &scan.inodes[idx];
+    let st = i.stat;
     let symlink = attrs.symlink;
-    let kind = if ft.is_dir() {
-        let mut entries = i.entries.clone();
-        if let Some(old) = base.listings.get(&i.rel) {
+    let kind = if st.is_dir() {
+        let mut entries = scan.entries(idx);
+        let old = if base.listings.is_empty() {
+            None
+        } else {
+            base.listings.get(&scan.rel(idx))
+        };
+        if let Some(old) = old {
             let names: HashSet<&[u8]> = entries.iter().map(|(n, _)| n.as_slice()).collect();
             let mut wht = Vec::new();
             for (name, ino) in old {
@@ -509,37 +683,33 @@ fn to_rec(
             entries.sort();
         }
         Kind::Dir { entries }
-    } else if ft.is_file() {
-        Kind::File {
-            chunks: file_chunks.remove(&i.ino).unwrap_or_default(),
-        }
-    } else if ft.is_symlink() {
-        Kind::Lnk
-    } else if ft.is_fifo() {
-        Kind::Fifo
-    } else if ft.is_socket() {
-        Kind::Sock
-    } else if ft.is_char_device() {
-        Kind::Chr {
-            major: sys::major(i.meta.rdev()),
-            minor: sys::minor(i.meta.rdev()),
-        }
-    } else if ft.is_block_device() {
-        Kind::Blk {
-            major: sys::major(i.meta.rdev()),
-            minor: sys::minor(i.meta.rdev()),
-        }
     } else {
-        Kind::Unknown
+        match st.fmt() {
+            libc::S_IFREG => Kind::File {
+                chunks: file_chunks.remove(&i.ino).unwrap_or_default(),
+            },
+            libc::S_IFLNK => Kind::Lnk,
+            libc::S_IFIFO => Kind::Fifo,
+            libc::S_IFSOCK => Kind::Sock,
+            libc::S_IFCHR => Kind::Chr {
+                major: sys::major(st.rdev),
+                minor: sys::minor(st.rdev),
+            },
+            libc::S_IFBLK => Kind::Blk {
+                major: sys::major(st.rdev),
+                minor: sys::minor(st.rdev),
+            },
+            _ => Kind::Unknown,
+        }
     };
     let xattrs = attrs.xattrs;
     claimed.insert(i.ino);
     Ok(InodeRec {
         ino: i.ino,
         kind,
-        uid: i.meta.uid(),
-        gid: i.meta.gid(),
-        permissions: (i.meta.mode() & 0o7777) as u16,
+        uid: st.uid,
+        gid: st.gid,
+        permissions: (st.mode & 0o7777) as u16,
         xattrs,
         symlink,
     })

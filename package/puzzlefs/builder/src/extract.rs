@@ -1,15 +1,21 @@
 //! `puzzlefs extract`: an image back to a directory tree.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use anyhow::{anyhow, bail, Context, Result};
 use puzzlefs_format::InodeKind;
 
 use crate::image::{self, BlobCache, Image};
+
+/// Decompressed chunk blobs kept for the extraction's threads (a pack of
+/// small files serves many files, written by different threads).
+const CACHE_BYTES: usize = 64 << 20;
 use crate::oci::OciDir;
 use crate::progress::Progress;
 use crate::sys;
@@ -54,11 +60,13 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
     let root = sys::is_root();
     let blobs = img.blobs();
     let layers = image::views(&blobs)?;
-    let mut cache = BlobCache::default();
     let mut first_path: HashMap<u64, PathBuf> = HashMap::new();
-    // Directory attributes are applied last, deepest first, so that
-    // read-only directories do not block their own contents.
-    let mut dirs: Vec<(PathBuf, u32, u32, u16)> = Vec::new();
+    // Regular files are written after the walk, on all cores; their hard
+    // links are made after that.
+    let mut files: Vec<(PathBuf, u64, Attrs)> = Vec::new();
+    let mut file_inos: HashSet<u64> = HashSet::new();
+    let mut links: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut dirs: Vec<(PathBuf, Attrs)> = Vec::new();
     let mut stats = ExtractStats::default();
     image::walk(&layers, |node| {
         let mut path = dest.to_path_buf();
@@ -71,7 +79,11 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
         let ctx = |e: puzzlefs_format::Error| anyhow!("{}: inode {ino}: {e}", path.display());
         if kind != InodeKind::Dir {
             if let Some(first) = first_path.get(&ino) {
-                fs::hard_link(first, &path).with_context(|| format!("{}", path.display()))?;
+                if file_inos.contains(&ino) {
+                    links.push((first.clone(), path));
+                } else {
+                    fs::hard_link(first, &path).with_context(|| format!("{}", path.display()))?;
+                }
                 stats.paths += 1;
                 return Ok(());
             }
@@ -81,18 +93,10 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                 if !node.path.is_empty() {
                     fs::create_dir(&path).with_context(|| format!("{}", path.display()))?;
                 }
-                dirs.push((path.clone(), i.uid(), i.gid(), i.permissions()));
             }
             InodeKind::File => {
-                let file = i.file().map_err(ctx)?;
-                let mut f = fs::OpenOptions::new()
-                    .write(true)
-                    .create_new(true)
-                    .mode(0o600)
-                    .open(&path)
-                    .with_context(|| format!("{}", path.display()))?;
-                stats.bytes += image::read_file(img.oci, &mut cache, &file, &mut f)
-                    .with_context(|| format!("{}", path.display()))?;
+                // Checked here, so that the workers meet no surprise.
+                i.file().map_err(ctx)?;
             }
             InodeKind::Lnk => {
                 let target = i
@@ -141,11 +145,158 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
             }
         }
         stats.paths += 1;
+        let mut xattrs = Vec::new();
         for x in i.xattrs().map_err(ctx)? {
             let x = x.map_err(ctx)?;
-            if let Err(e) = sys::set_xattr(&path, x.key, x.value) {
-                let name = String::from_utf8_lossy(x.key);
-                if x.key.starts_with(b"user.") && kind != InodeKind::Lnk {
+            xattrs.push((x.key.to_vec(), x.value.to_vec()));
+        }
+        let attrs = Attrs {
+            kind,
+            uid: i.uid(),
+            gid: i.gid(),
+            perm: i.permissions(),
+            xattrs,
+        };
+        match kind {
+            InodeKind::Dir => dirs.push((path, attrs)),
+            InodeKind::File => {
+                file_inos.insert(ino);
+                first_path.insert(ino, path.clone());
+                files.push((path, ino, attrs));
+            }
+            _ => {
+                attrs.apply(&path, None, root, progress)?;
+                first_path.insert(ino, path);
+            }
+        }
+        Ok(())
+    })?;
+    stats.bytes = write_files(img, &files, root, progress)?;
+    for (first, path) in links {
+        fs::hard_link(&first, &path).with_context(|| format!("{}", path.display()))?;
+    }
+    // Directory attributes are applied last, deepest first, so that
+    // read-only directories do not block their own contents.
+    for (path, attrs) in dirs.iter().rev() {
+        attrs.apply(path, None, root, progress)?;
+    }
+    Ok(stats)
+}
+
+/// Writes the regular files (path, inode, attributes) on all cores, each
+/// thread with its own view of the metadata and one shared cache of
+/// decompressed chunks; returns the bytes written.
+fn write_files(
+    img: &Image<'_>,
+    files: &[(PathBuf, u64, Attrs)],
+    root: bool,
+    progress: &Progress,
+) -> Result<u64> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(files.len().max(1));
+    let cache = BlobCache::new(CACHE_BYTES);
+    let next = AtomicUsize::new(0);
+    let bytes = AtomicU64::new(0);
+    let failed = AtomicBool::new(false);
+    let first_err: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                let r = (|| -> Result<()> {
+                    let blobs = img.blobs();
+                    let layers = image::views(&blobs)?;
+                    while !failed.load(Ordering::Relaxed) {
+                        let Some((path, ino, attrs)) =
+                            files.get(next.fetch_add(1, Ordering::Relaxed))
+                        else {
+                            break;
+                        };
+                        let inode = puzzlefs_format::find_inode(layers.iter().copied(), *ino)
+                            .and_then(|i| i.file())
+                            .map_err(|e| anyhow!("{}: inode {ino}: {e}", path.display()))?;
+                        let mut f = fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .mode(0o600)
+                            .open(path)
+                            .with_context(|| format!("{}", path.display()))?;
+                        let n = image::read_file(img.oci, &cache, &inode, &mut f)
+                            .with_context(|| format!("{}", path.display()))?;
+                        bytes.fetch_add(n, Ordering::Relaxed);
+                        attrs.apply(path, Some(&f), root, progress)?;
+                    }
+                    Ok(())
+                })();
+                if let Err(e) = r {
+                    failed.store(true, Ordering::Relaxed);
+                    first_err
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert(e);
+                }
+            });
+        }
+    });
+    match first_err.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        Some(e) => Err(e),
+        None => Ok(bytes.into_inner()),
+    }
+}
+
+/// What is applied to a path once its contents are in place.
+struct Attrs {
+    kind: InodeKind,
+    uid: u32,
+    gid: u32,
+    perm: u16,
+    xattrs: Vec<(Vec<u8>, Vec<u8>)>,
+}
+
+impl Attrs {
+    /// As root: owner, then mode (a chown clears set-id bits), then xattrs
+    /// (a chown also clears `security.capability`). Otherwise xattrs before
+    /// the mode, which may take away the write permission user xattrs need.
+    /// Through the open file when there is one.
+    fn apply(
+        &self,
+        path: &Path,
+        file: Option<&fs::File>,
+        root: bool,
+        progress: &Progress,
+    ) -> Result<()> {
+        if root {
+            match file {
+                Some(f) => std::os::unix::fs::fchown(f, Some(self.uid), Some(self.gid)),
+                None => sys::lchown(path, self.uid, self.gid),
+            }
+            .with_context(|| format!("{}: chown", path.display()))?;
+        } else {
+            self.set_xattrs(path, file, progress)?;
+        }
+        if self.kind != InodeKind::Lnk {
+            let mode = fs::Permissions::from_mode(u32::from(self.perm));
+            match file {
+                Some(f) => f.set_permissions(mode),
+                None => fs::set_permissions(path, mode),
+            }
+            .with_context(|| format!("{}: chmod", path.display()))?;
+        }
+        if root {
+            self.set_xattrs(path, file, progress)?;
+        }
+        Ok(())
+    }
+
+    fn set_xattrs(&self, path: &Path, file: Option<&fs::File>, progress: &Progress) -> Result<()> {
+        for (key, value) in &self.xattrs {
+            let r = match file {
+                Some(f) => sys::fset_xattr(f, key, value),
+                None => sys::set_xattr(path, key, value),
+            };
+            if let Err(e) = r {
+                let name = String::from_utf8_lossy(key);
+                if key.starts_with(b"user.") && self.kind != InodeKind::Lnk {
                     return Err(e)
                         .with_context(|| format!("{}: setting xattr {name}", path.display()));
                 }
@@ -155,30 +306,6 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                 ));
             }
         }
-        if kind != InodeKind::Dir {
-            if root {
-                sys::lchown(&path, i.uid(), i.gid())
-                    .with_context(|| format!("{}: chown", path.display()))?;
-            }
-            if kind != InodeKind::Lnk {
-                fs::set_permissions(
-                    &path,
-                    fs::Permissions::from_mode(u32::from(i.permissions())),
-                )
-                .with_context(|| format!("{}: chmod", path.display()))?;
-            }
-            first_path.insert(ino, path);
-        }
         Ok(())
-    })?;
-    for (path, uid, gid, perm) in dirs.iter().rev() {
-        if root {
-            sys::lchown(path, *uid, *gid).with_context(|| format!("{}: chown", path.display()))?;
-        }
-        fs::set_permissions(path, fs::Permissions::from_mode(u32::from(*perm)))
-            .with_context(|| format!("{}: chmod", path.display()))?;
     }
-    Ok(stats)
 }
-
-use std::os::unix::fs::OpenOptionsExt;

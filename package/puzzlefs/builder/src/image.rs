@@ -2,8 +2,9 @@
 //! manifest and layers, file contents (with decompression), and a walk of
 //! the tree.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Read;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context, Result};
 use puzzlefs_format::{
@@ -98,44 +99,83 @@ pub fn views<'m>(blobs: &'m [MetadataBlob<'_>]) -> Result<Vec<Layer<'m>>> {
         .collect()
 }
 
-/// A one-blob cache of decompressed chunk blobs (chunks are read in order,
-/// so consecutive pieces mostly hit the same blob).
-#[derive(Default)]
+/// Decompressed chunk blobs, shared by threads, at most about `cap` bytes
+/// (the oldest go first). Two threads missing the same blob at once both
+/// read it; the cache stays correct.
 pub struct BlobCache {
-    last: Option<(Digest, Vec<u8>)>,
+    cap: usize,
+    inner: Mutex<CacheInner>,
+}
+
+#[derive(Default)]
+struct CacheInner {
+    map: HashMap<Digest, Arc<[u8]>>,
+    order: VecDeque<Digest>,
+    bytes: usize,
+}
+
+impl Default for BlobCache {
+    fn default() -> Self {
+        BlobCache::new(16 << 20)
+    }
 }
 
 impl BlobCache {
-    /// The decompressed contents of `blob`.
-    pub fn get(&mut self, oci: &OciDir, blob: &BlobRef) -> Result<&[u8]> {
-        let hit = matches!(&self.last, Some((d, _)) if *d == blob.digest);
-        if !hit {
-            let stored = oci.read_blob(&blob.digest)?;
-            let data = if blob.compressed {
-                let mut out = Vec::new();
-                zstd::stream::read::Decoder::new(&*stored)
-                    .and_then(|d| d.take(MAX_DECOMPRESSED + 1).read_to_end(&mut out))
-                    .with_context(|| format!("blob {}: bad zstd data", HexDigest(&blob.digest)))?;
-                if out.len() as u64 > MAX_DECOMPRESSED {
-                    bail!(
-                        "blob {}: decompresses to more than 64 MiB",
-                        HexDigest(&blob.digest)
-                    );
-                }
-                out
-            } else {
-                stored.to_vec()
-            };
-            self.last = Some((blob.digest, data));
+    /// A cache of about `cap` bytes.
+    pub fn new(cap: usize) -> Self {
+        BlobCache {
+            cap,
+            inner: Mutex::default(),
         }
-        Ok(&self.last.as_ref().expect("just filled").1)
+    }
+
+    /// The decompressed contents of `blob`.
+    pub fn get(&self, oci: &OciDir, blob: &BlobRef) -> Result<Arc<[u8]>> {
+        if let Some(d) = self.lock().map.get(&blob.digest) {
+            return Ok(Arc::clone(d));
+        }
+        let stored = oci.read_blob(&blob.digest)?;
+        let data: Arc<[u8]> = if blob.compressed {
+            let mut out = Vec::new();
+            zstd::stream::read::Decoder::new(&*stored)
+                .and_then(|d| d.take(MAX_DECOMPRESSED + 1).read_to_end(&mut out))
+                .with_context(|| format!("blob {}: bad zstd data", HexDigest(&blob.digest)))?;
+            if out.len() as u64 > MAX_DECOMPRESSED {
+                bail!(
+                    "blob {}: decompresses to more than 64 MiB",
+                    HexDigest(&blob.digest)
+                );
+            }
+            out.into()
+        } else {
+            stored.to_vec().into()
+        };
+        let mut c = self.lock();
+        if c.map.insert(blob.digest, Arc::clone(&data)).is_none() {
+            c.order.push_back(blob.digest);
+            c.bytes += data.len();
+        }
+        while c.bytes > self.cap && c.order.len() > 1 {
+            let Some(old) = c.order.pop_front() else {
+                break;
+            };
+            if let Some(d) = c.map.remove(&old) {
+                c.bytes -= d.len();
+            }
+        }
+        Ok(data)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheInner> {
+        // The data is consistent whatever a panicking holder did.
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
 /// Reads a whole regular file, checking each piece against its blob.
 pub fn read_file(
     oci: &OciDir,
-    cache: &mut BlobCache,
+    cache: &BlobCache,
     file: &File<'_>,
     out: &mut dyn std::io::Write,
 ) -> Result<u64> {

@@ -6,6 +6,7 @@
 pub mod build;
 pub mod chunks;
 pub mod extract;
+pub mod gc;
 pub mod image;
 pub mod inspect;
 pub mod model;

@@ -26,12 +26,26 @@ struct Cli {
     cmd: Cmd,
 }
 
+/// `--chunking` values.
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ChunkingArg {
+    /// Large files chunked on their own, small ones packed: an unchanged
+    /// file keeps its chunks from version to version.
+    Files,
+    /// One stream over all files: the other implementation's images, byte
+    /// for byte.
+    Stream,
+}
+
 #[derive(Subcommand)]
 enum Cmd {
     /// Build <rootfs> into <oci_dir> as <tag>; prints the manifest digest.
     Build {
+        /// Directory tree to store.
         rootfs: PathBuf,
+        /// OCI directory (created if missing).
         oci_dir: PathBuf,
+        /// Tag to point at the new image ([a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}).
         tag: String,
         /// Build a delta layer on top of this tag.
         #[arg(short, long = "base-layer", value_name = "TAG")]
@@ -41,30 +55,51 @@ enum Cmd {
         compression: bool,
         /// zstd level with --compression (1-22; 3 matches the other implementation).
         #[arg(short = 'l', long, default_value_t = puzzlefs::build::ZSTD_LEVEL,
+              requires = "compression",
               value_parser = clap::value_parser!(i32).range(1..=22))]
         level: i32,
-        /// Worker threads (default: one per CPU).
-        #[arg(short, long, default_value_t = 0)]
-        jobs: usize,
+        /// Worker threads [default: number of CPUs].
+        #[arg(short, long, value_name = "N",
+              value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+        /// How file contents are cut into chunks.
+        #[arg(long, value_enum, default_value_t = ChunkingArg::Files)]
+        chunking: ChunkingArg,
     },
     /// Extract image <tag> of <oci_dir> into <dir>.
     Extract {
+        /// OCI directory.
         oci_dir: PathBuf,
+        /// Tag of the image.
         tag: String,
+        /// Destination (created; must be empty if it exists).
         dir: PathBuf,
     },
     /// Show tags, layers, inode and chunk counts, sizes and ratios.
     Inspect {
+        /// OCI directory.
         oci_dir: PathBuf,
+        /// Only this tag (default: every tag).
         tag: Option<String>,
         /// Machine-readable output.
         #[arg(long)]
         json: bool,
     },
+    /// Remove the blobs of <oci_dir> that no tag reaches.
+    Gc {
+        /// OCI directory.
+        oci_dir: PathBuf,
+        /// Only report what would be removed.
+        #[arg(short = 'n', long)]
+        dry_run: bool,
+    },
     /// Mount image <tag> of <oci_dir> on <mnt> with the kernel driver.
     Mount {
+        /// OCI directory.
         oci_dir: PathBuf,
+        /// Tag of the image.
         tag: String,
+        /// Mount point.
         mnt: PathBuf,
         /// Print the mount(2) arguments instead of mounting.
         #[arg(short = 'n', long)]
@@ -90,12 +125,17 @@ fn run(cli: Cli) -> Result<()> {
             compression,
             level,
             jobs,
+            chunking,
         } => {
             let opts = BuildOptions {
                 base: base_layer,
                 compression,
                 zstd_level: level,
-                threads: jobs,
+                threads: jobs.map_or(0, usize::from),
+                chunking: match chunking {
+                    ChunkingArg::Files => puzzlefs::build::Chunking::Files,
+                    ChunkingArg::Stream => puzzlefs::build::Chunking::Stream,
+                },
                 progress: progress.clone(),
             };
             let out = build(&rootfs, &oci_dir, &tag, &opts)?;
@@ -110,7 +150,7 @@ fn run(cli: Cli) -> Result<()> {
                 s.new_chunks,
                 s.new_chunk_bytes
             ));
-            println!("{}", hex::encode(out.digest));
+            out_line(&hex::encode(out.digest))?;
         }
         Cmd::Extract { oci_dir, tag, dir } => {
             let s = puzzlefs::extract::extract(&oci_dir, &tag, &dir, &progress)?;
@@ -122,10 +162,20 @@ fn run(cli: Cli) -> Result<()> {
         Cmd::Inspect { oci_dir, tag, json } => {
             let r = puzzlefs::inspect::inspect(&oci_dir, tag.as_deref())?;
             if json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
+                out_line(&serde_json::to_string_pretty(&r)?)?;
             } else {
-                print!("{}", puzzlefs::inspect::render(&r));
+                out(&puzzlefs::inspect::render(&r))?;
             }
+        }
+        Cmd::Gc { oci_dir, dry_run } => {
+            let s = puzzlefs::gc::gc(&oci_dir, dry_run, &progress)?;
+            progress.info(&format!(
+                "{} {} unreachable blobs ({} bytes), kept {}",
+                if dry_run { "would remove" } else { "removed" },
+                s.unreachable,
+                s.unreachable_bytes,
+                s.kept
+            ));
         }
         Cmd::Mount {
             oci_dir,
@@ -135,19 +185,33 @@ fn run(cli: Cli) -> Result<()> {
         } => {
             if dry_run {
                 let a = puzzlefs::mount::mount_args(&oci_dir, &tag)?;
-                println!(
+                out_line(&format!(
                     "mount -t {} -o ro,{} {} {}",
                     a.fstype,
                     a.data,
                     a.source,
                     mnt.display()
-                );
+                ))?;
             } else {
                 puzzlefs::mount::mount(&oci_dir, &tag, &mnt)?;
             }
         }
     }
     Ok(())
+}
+
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+fn out(s: &str) -> Result<()> {
+    use std::io::Write;
+    let mut o = std::io::stdout().lock();
+    match o.write_all(s.as_bytes()).and_then(|()| o.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
+        _ => Ok(()),
+    }
+}
+
+fn out_line(s: &str) -> Result<()> {
+    out(&format!("{s}\n"))
 }
 
 fn main() -> ExitCode {

@@ -2,10 +2,17 @@
 //! laid out exactly as the other implementation writes them.
 //!
 //! Writes are atomic: a blob is written to a temporary file in the blob
-//! directory, synced and renamed to its digest; `index.json` is replaced
-//! the same way, and only by [`OciDir::commit_tag`] once every blob of the
-//! image is in place. A build holds an exclusive `flock` on `.puzzlefs.lock`
-//! for its whole duration, so two builds into one directory serialise.
+//! directory and renamed to its digest; `index.json` is replaced the same
+//! way, and only by [`OciDir::commit_tag`] once every blob of the image is
+//! in place and synced.
+//!
+//! Two locks (`flock`): `.puzzlefs.lock`, exclusive, only around the
+//! read-modify-write of index.json, so concurrent builds run side by side
+//! and serialise only there; `.puzzlefs.gc.lock`, shared by every build for
+//! its whole duration and exclusive for `gc`, so that `gc` never deletes the
+//! blobs of a build that has not committed its tag yet. Temporary files
+//! carry their writer's pid; those of dead writers are swept under the
+//! index lock.
 
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -26,8 +33,8 @@ pub const REF_NAME: &str = "org.opencontainers.image.ref.name";
 /// Errors of the OCI directory layer.
 #[derive(Debug, thiserror::Error)]
 pub enum OciError {
-    /// An I/O error on a named path.
-    #[error("{path}: {source}")]
+    /// An I/O error on a named path (the cause follows in the chain).
+    #[error("{path}")]
     Io {
         /// The path.
         path: PathBuf,
@@ -35,7 +42,7 @@ pub enum OciError {
         source: io::Error,
     },
     /// index.json does not parse.
-    #[error("{path}: invalid index.json: {source}")]
+    #[error("{path}: invalid index.json")]
     Index {
         /// The path.
         path: PathBuf,
@@ -63,6 +70,12 @@ pub enum OciError {
     Corrupt {
         /// The blob path.
         path: PathBuf,
+    },
+    /// A tag outside the OCI tag grammar.
+    #[error("invalid tag {tag:?} (OCI tags are [a-zA-Z0-9_][a-zA-Z0-9._-]{{0,127}})")]
+    BadTag {
+        /// The tag.
+        tag: String,
     },
     /// Not an OCI directory of this format.
     #[error("{path}: not a puzzlefs OCI directory (oci-layout missing or different)")]
@@ -93,6 +106,9 @@ pub struct Descriptor {
     /// Annotations (the tag).
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// Fields this tool does not know, kept as read.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
 /// index.json.
@@ -107,6 +123,9 @@ pub struct Index {
     /// Unused, kept as read.
     #[serde(default)]
     pub annotations: BTreeMap<String, String>,
+    /// Fields this tool does not know, kept as read.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Default for Index {
@@ -115,6 +134,7 @@ impl Default for Index {
             schema_version: -1,
             manifests: Vec::new(),
             annotations: BTreeMap::new(),
+            other: serde_json::Map::new(),
         }
     }
 }
@@ -219,21 +239,83 @@ impl OciDir {
         &self.root
     }
 
-    /// Takes the directory's exclusive build lock (blocks until free).
-    pub fn lock(&self) -> Result<Lock> {
-        let path = self.root.join(".puzzlefs.lock");
+    /// Takes the lock guarding index.json, calling `on_wait` first when
+    /// another process holds it.
+    pub fn lock_index(&self, on_wait: &dyn Fn()) -> Result<Lock> {
+        self.flock(".puzzlefs.lock", libc::LOCK_EX, on_wait)
+    }
+
+    /// Shared by builds for their whole duration; `gc` takes it exclusively
+    /// (see the module doc).
+    pub fn lock_for_build(&self, on_wait: &dyn Fn()) -> Result<Lock> {
+        self.flock(".puzzlefs.gc.lock", libc::LOCK_SH, on_wait)
+    }
+
+    /// Excludes builds while `gc` runs.
+    pub fn lock_for_gc(&self, on_wait: &dyn Fn()) -> Result<Lock> {
+        self.flock(".puzzlefs.gc.lock", libc::LOCK_EX, on_wait)
+    }
+
+    fn flock(&self, name: &str, how: libc::c_int, on_wait: &dyn Fn()) -> Result<Lock> {
+        let path = self.root.join(name);
         let file = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&path)
             .map_err(io_err(&path))?;
-        // SAFETY: flock on a file descriptor we own for the call's duration.
-        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
-        if rc != 0 {
-            return Err(io_err(&path)(io::Error::last_os_error()));
+        let lock = |how| {
+            // SAFETY: flock on a file descriptor we own for the call's duration.
+            if unsafe { libc::flock(file.as_raw_fd(), how) } == 0 {
+                Ok(())
+            } else {
+                Err(io::Error::last_os_error())
+            }
+        };
+        match lock(how | libc::LOCK_NB) {
+            Ok(()) => {}
+            Err(e) if e.raw_os_error() == Some(libc::EWOULDBLOCK) => {
+                on_wait();
+                loop {
+                    match lock(how) {
+                        Ok(()) => break,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(io_err(&path)(e)),
+                    }
+                }
+            }
+            Err(e) => return Err(io_err(&path)(e)),
         }
         Ok(Lock { _file: file })
+    }
+
+    /// Removes the temporary files of writers that are no longer running
+    /// (a killed build). Call it with the index lock held.
+    pub fn sweep_tmp(&self) -> Result<u64> {
+        let mut n = 0;
+        for dir in [self.root.clone(), self.root.join("blobs/sha256")] {
+            let rd = match fs::read_dir(&dir) {
+                Ok(rd) => rd,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_err(&dir)(e)),
+            };
+            for e in rd {
+                let e = e.map_err(io_err(&dir))?;
+                let name = e.file_name();
+                let Some(pid) = tmp_owner(&name.to_string_lossy()) else {
+                    continue;
+                };
+                if !pid_alive(pid) {
+                    let p = e.path();
+                    match fs::remove_file(&p) {
+                        Ok(()) => n += 1,
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                        Err(e) => return Err(io_err(&p)(e)),
+                    }
+                }
+            }
+        }
+        Ok(n)
     }
 
     /// Path of blob `digest`.
@@ -257,14 +339,14 @@ impl OciDir {
     /// Stores `data` (whose sha256 the caller computed) unless present.
     /// The blob appears under its name complete or not at all (temporary
     /// file + rename); durability comes from [`OciDir::sync`] before the
-    /// index is committed. A blob left truncated by a crash has the wrong
-    /// size and is rewritten.
+    /// index is committed. An existing blob is trusted only if it holds
+    /// exactly `data` (compared byte for byte, cheaper than hashing it): a
+    /// blob damaged on disk, or left short by a crash of the file system,
+    /// is replaced.
     pub fn put_blob_with_digest(&self, digest: &Digest, data: &[u8]) -> Result<bool> {
         let path = self.blob_path(digest);
-        if let Ok(m) = fs::metadata(&path) {
-            if m.len() == data.len() as u64 {
-                return Ok(false);
-            }
+        if same_contents(&path, data) {
+            return Ok(false);
         }
         write_file_atomic(&path, data, false)?;
         Ok(true)
@@ -322,26 +404,106 @@ impl OciDir {
 
     /// Points `tag` at manifest blob `digest` (of `size` bytes), replacing
     /// any previous descriptor of that tag, and atomically rewrites
-    /// index.json. Call it only once every blob of the image is stored.
-    pub fn commit_tag(&self, tag: &str, digest: &Digest, size: u64) -> Result<()> {
+    /// index.json under the index lock (`on_wait` is called if another
+    /// process holds it). Call it only once every blob of the image is
+    /// stored and synced.
+    pub fn commit_tag(
+        &self,
+        tag: &str,
+        digest: &Digest,
+        size: u64,
+        on_wait: &dyn Fn(),
+    ) -> Result<()> {
+        check_tag(tag)?;
+        let _lock = self.lock_index(on_wait)?;
+        self.sweep_tmp()?;
         let mut index = self.index()?;
         let desc = Descriptor {
             digest: format!("sha256:{}", hex::encode(digest)),
             size,
             media_type: MEDIA_TYPE_ROOTFS.to_owned(),
             annotations: BTreeMap::from([(REF_NAME.to_owned(), tag.to_owned())]),
+            other: serde_json::Map::new(),
         };
         match index
             .manifests
             .iter_mut()
             .find(|d| d.annotations.get(REF_NAME).map(String::as_str) == Some(tag))
         {
-            Some(slot) => *slot = desc,
+            // Fields of the old descriptor this tool does not know stay.
+            Some(slot) => {
+                let other = std::mem::take(&mut slot.other);
+                *slot = Descriptor { other, ..desc };
+            }
             None => index.manifests.push(desc),
         }
         let json = serde_json::to_vec(&index).expect("index.json serialises");
         write_atomic(&self.root.join("index.json"), &json)
     }
+}
+
+/// Whether `tag` follows the OCI distribution spec's tag grammar,
+/// `[a-zA-Z0-9_][a-zA-Z0-9._-]{0,127}`.
+pub fn check_tag(tag: &str) -> Result<()> {
+    let b = tag.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 128
+        && (b[0].is_ascii_alphanumeric() || b[0] == b'_')
+        && b[1..]
+            .iter()
+            .all(|&c| c.is_ascii_alphanumeric() || matches!(c, b'_' | b'.' | b'-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(OciError::BadTag {
+            tag: tag.to_owned(),
+        })
+    }
+}
+
+/// Whether the file at `path` holds exactly `data`.
+fn same_contents(path: &Path, data: &[u8]) -> bool {
+    let Ok(mut f) = File::open(path) else {
+        return false;
+    };
+    match f.metadata() {
+        Ok(m) if m.is_file() && m.len() == data.len() as u64 => {}
+        _ => return false,
+    }
+    let mut buf = vec![0u8; data.len().clamp(1, 1 << 20)];
+    let mut off = 0;
+    loop {
+        let n = match f.read(&mut buf) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        };
+        if n == 0 {
+            return off == data.len();
+        }
+        if off + n > data.len() || buf[..n] != data[off..off + n] {
+            return false;
+        }
+        off += n;
+    }
+}
+
+/// The pid in a temporary file name `.<name>.tmp.<pid>.<seq>`.
+fn tmp_owner(name: &str) -> Option<i32> {
+    let rest = name.strip_prefix('.')?;
+    let (_, tail) = rest.rsplit_once(".tmp.")?;
+    let (pid, seq) = tail.split_once('.')?;
+    seq.parse::<u64>().ok()?;
+    pid.parse().ok()
+}
+
+fn pid_alive(pid: i32) -> bool {
+    if pid <= 0 {
+        return false;
+    }
+    // SAFETY: kill with signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
 /// Writes `data` to `path` through a temporary file in the same directory,

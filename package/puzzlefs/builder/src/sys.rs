@@ -81,6 +81,28 @@ pub fn set_xattr(path: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
     }
 }
 
+/// Sets xattr `name` of an open file.
+pub fn fset_xattr(file: &std::fs::File, name: &[u8], value: &[u8]) -> io::Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let n = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;
+    // SAFETY: the fd is open for the call; `n` is NUL-terminated; `value`
+    // is readable for its length.
+    let r = unsafe {
+        libc::fsetxattr(
+            file.as_raw_fd(),
+            n.as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 /// mknod(2).
 pub fn mknod(path: &Path, mode: u32, rdev: u64) -> io::Result<()> {
     let c = cpath(path)?;

@@ -147,13 +147,20 @@ fn building_the_fixture_sources_matches_the_other_implementation() {
     let src = src_trees();
     let oci = tempfile::tempdir().unwrap();
     let fx = fixture().join("oci");
-    let plain = build(&src.path().join("src"), oci.path(), "plain", &[]);
-    let zstd = build(&src.path().join("src"), oci.path(), "zstd", &["-c"]);
+    // The stream chunking policy is the other implementation's.
+    let stream = ["--chunking", "stream"];
+    let plain = build(&src.path().join("src"), oci.path(), "plain", &stream);
+    let zstd = build(
+        &src.path().join("src"),
+        oci.path(),
+        "zstd",
+        &["-c", "--chunking", "stream"],
+    );
     build(
         &src.path().join("src-delta"),
         oci.path(),
         "delta",
-        &["-b", "plain"],
+        &["-b", "plain", "--chunking", "stream"],
     );
 
     // Layout: oci-layout byte for byte, index.json of the same shape.
@@ -220,8 +227,22 @@ fn building_the_fixture_sources_matches_the_other_implementation() {
         assert_eq!(v, puzzlefs::verity::measure(&data).to_vec());
     }
 
+    // The default policy's images (other chunks, sized zstd frames) too.
+    build(&src.path().join("src"), oci.path(), "files", &["-c"]);
+    build(
+        &src.path().join("src-delta"),
+        oci.path(),
+        "files-delta",
+        &["-c", "-b", "files"],
+    );
     // And our images read back as the trees.
-    for (tag, tree) in [("plain", "src"), ("zstd", "src"), ("delta", "src-delta")] {
+    for (tag, tree) in [
+        ("plain", "src"),
+        ("zstd", "src"),
+        ("delta", "src-delta"),
+        ("files", "src"),
+        ("files-delta", "src-delta"),
+    ] {
         let out = tempfile::tempdir().unwrap();
         let dest = out.path().join("x");
         ok(&[&"-q", &"extract", &oci.path(), &tag, &dest]);

@@ -150,7 +150,7 @@ fn image_with(inodes: &[InodeRec], extra_blobs: &[Vec<u8>]) -> (tempfile::TempDi
         &[],
     );
     let (md, _) = oci.put_blob(&m).unwrap();
-    oci.commit_tag("t", &md, m.len() as u64).unwrap();
+    oci.commit_tag("t", &md, m.len() as u64, &|| {}).unwrap();
     (t, hex::encode(md))
 }
 
@@ -241,7 +241,10 @@ fn chunk_ranges_past_the_blob_end_are_errors() {
 #[test]
 fn hostile_names_and_unsorted_data() {
     for bad in ["..", ".", "a/b", ""] {
-        let (t, _) = image_with(&[dir(1, &[(bad, 2)]), dir(2, &[])], &[]);
+        let (t, _) = image_with(
+            &[dir(1, &[(bad, 2)]), dir(2, &[("b", 3)]), dir(3, &[])],
+            &[],
+        );
         let o = run(&[
             &"extract",
             &t.path().join("oci"),
@@ -249,7 +252,20 @@ fn hostile_names_and_unsorted_data() {
             &t.path().join("out"),
         ]);
         assert!(!o.status.success(), "name {bad:?} must be refused");
-        assert!(!t.path().join("b").exists());
+        // Nothing was made outside the destination, nor under the bad name
+        // inside it.
+        let mut top: Vec<String> = fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        top.sort();
+        assert!(
+            top == ["oci"] || top == ["oci", "out"],
+            "name {bad:?}: {top:?}"
+        );
+        for inside in ["a", "b"] {
+            assert!(!t.path().join("out").join(inside).exists(), "name {bad:?}");
+        }
     }
     // Unsorted inodes: binary search may miss, never panics; check says so.
     let (t, _) = image_with(&[dir(3, &[]), dir(1, &[("x", 3)])], &[]);

@@ -66,3 +66,7 @@ impl fmt::Display for Error {
         }
     }
 }
+
+// The cause chain ends here: no variant wraps another error (a Cap'n Proto
+// error is kept as its kind, already in the message).
+impl core::error::Error for Error {}
