@@ -38,6 +38,7 @@ attr:/usr/bin/getfattr
 gcc:/usr/bin/gcc
 libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
 python3:/usr/bin/python3
+fsverity:/usr/bin/fsverity
 "
 BINDGEN_VERSION=0.73.2
 
