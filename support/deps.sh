@@ -39,6 +39,7 @@ gcc:/usr/bin/gcc
 libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
 python3:/usr/bin/python3
 fsverity:/usr/bin/fsverity
+zstd:/usr/bin/zstd
 "
 BINDGEN_VERSION=0.73.2
 
