@@ -6,20 +6,21 @@
 //! kernel log):
 //!
 //! - `EINVAL`: an option is missing, given without a value, `image_manifest` is not 64 hex
-//!   digits, or `verity` is not `off`, `on` or `require`; or the manifest has an unsupported version; or `oci_root_dir` is on a file system
-//!   already stacked `FILESYSTEM_MAX_STACK_DEPTH` deep (puzzlefs stacks on it, as overlayfs
-//!   does on its layers); or a blob is not a regular file.
+//!   digits, or `verity` is not `off`, `on` or `require`; or the manifest has an unsupported
+//!   version; or `oci_root_dir` is on a file system already stacked
+//!   `FILESYSTEM_MAX_STACK_DEPTH` deep (puzzlefs stacks on it, as overlayfs does on its
+//!   layers); or a blob is not a regular file.
 //! - `ENOENT` (or the errno of the lookup): `oci_root_dir` or a blob does not exist.
 //! - `EBADMSG`: the manifest or a metadata blob does not hash to its name.
 //! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, or the root is not a
 //!   directory; with `verity=on` or `require`, the manifest's `fsVerityData` cannot be read, has
 //!   an entry that is not a sha256 digest, two different digests for one blob, or more than
 //!   2^20 entries.
+//! - `EFBIG`: the manifest or a metadata blob is larger than this driver accepts.
 //!
 //! With `verity=on` or `require`, a chunk blob that fails its check (see `blob.rs`: a digest
 //! other than the recorded one, no recorded digest, no fs-verity under `require`) is not a
 //! mount error: each read that needs it fails with `EIO` and a rate-limited log line naming it.
-//! - `EFBIG`: the manifest or a metadata blob is larger than this driver accepts.
 
 #![forbid(unsafe_code)]
 

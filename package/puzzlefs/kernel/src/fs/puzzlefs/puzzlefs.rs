@@ -3,7 +3,7 @@
 //! PuzzleFS: a read-only file system for container images in an OCI image directory.
 //!
 //! ```text
-//! mount -t puzzlefs -o oci_root_dir=<dir>,image_manifest=<sha256 hex>[,verity=off|on|require] none <mnt>
+//! mount -t puzzlefs -o oci_root_dir=<dir>,image_manifest=<sha256 hex>[,verity=<mode>] none <mnt>
 //! ```
 //!
 //! The image manifest blob `<dir>/blobs/sha256/<hex>` must hash to `image_manifest`; it lists
@@ -14,7 +14,7 @@
 //! kept in a small per-mount cache).
 //!
 //! The manifest and metadata are authenticated by that digest. Chunk blobs are opened later, at
-//! read time; `verity=` (overlayfs's option names and meanings) says how they are checked:
+//! read time; `verity=<mode>` (overlayfs's option names and meanings) says how they are checked:
 //!
 //! - `off` (the default): not at all;
 //! - `on`: a chunk blob with fs-verity enabled must have the fs-verity digest (sha256) that the

@@ -114,7 +114,7 @@ void rust_helper_lockdep_unregister_key(struct lock_class_key *key)
 	lockdep_unregister_key(key);
 }
 
-/* An inline stub when CONFIG_FS_VERITY is off. */
+/* fsverity_get_digest() is an inline stub when CONFIG_FS_VERITY is off. */
 int rust_helper_fsverity_get_digest(struct inode *inode,
 				    u8 raw_digest[FS_VERITY_MAX_DIGEST_SIZE],
 				    u8 *alg, enum hash_algo *halg)
