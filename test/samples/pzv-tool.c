@@ -5,8 +5,8 @@
  *
  *   pzv-tool enable <file>    FS_IOC_ENABLE_VERITY (sha256, 4 KiB blocks, no salt)
  *   pzv-tool measure <file>   FS_IOC_MEASURE_VERITY: prints the hex digest, or "none"
- *   pzv-tool fiemap <file>    FS_IOC_FIEMAP: prints the physical byte offset and
- *                             length of the extent holding the file's byte 0
+ *   pzv-tool fiemap <file>    FS_IOC_FIEMAP: prints "<physical byte offset> <length>"
+ *                             of each extent of the file, in file order
  *
  * Errors print "errno=<number>" and exit 1.
  * Built statically by board/qemu/post-build.d/80-verity-images.sh.
@@ -71,24 +71,29 @@ int main(int argc, char **argv)
 	if (!strcmp(argv[1], "fiemap")) {
 		struct {
 			struct fiemap f;
-			struct fiemap_extent e[1];
+			struct fiemap_extent e[64];
 		} fm;
 
 		memset(&fm, 0, sizeof(fm));
 		fm.f.fm_start = 0;
-		fm.f.fm_length = 1;
+		fm.f.fm_length = FIEMAP_MAX_OFFSET;
 		fm.f.fm_flags = FIEMAP_FLAG_SYNC;
-		fm.f.fm_extent_count = 1;
+		fm.f.fm_extent_count = 64;
 		if (ioctl(fd, FS_IOC_FIEMAP, &fm))
 			return fail("FS_IOC_FIEMAP");
-		if (fm.f.fm_mapped_extents != 1 || fm.e[0].fe_logical != 0 ||
-		    (fm.e[0].fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_ENCODED |
-					 FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED))) {
-			fprintf(stderr, "pzv-tool: no plain extent at byte 0 of %s\n", argv[2]);
+		if (fm.f.fm_mapped_extents == 0 || fm.f.fm_mapped_extents == 64) {
+			fprintf(stderr, "pzv-tool: %u extents in %s\n", fm.f.fm_mapped_extents, argv[2]);
 			return 1;
 		}
-		printf("%llu %llu\n", (unsigned long long)fm.e[0].fe_physical,
-		       (unsigned long long)fm.e[0].fe_length);
+		for (unsigned int i = 0; i < fm.f.fm_mapped_extents; i++) {
+			if (fm.e[i].fe_flags & (FIEMAP_EXTENT_UNKNOWN | FIEMAP_EXTENT_ENCODED |
+						FIEMAP_EXTENT_DATA_INLINE | FIEMAP_EXTENT_NOT_ALIGNED)) {
+				fprintf(stderr, "pzv-tool: extent %u of %s is not plain\n", i, argv[2]);
+				return 1;
+			}
+			printf("%llu %llu\n", (unsigned long long)fm.e[i].fe_physical,
+			       (unsigned long long)fm.e[i].fe_length);
+		}
 		return 0;
 	}
 	fprintf(stderr, "pzv-tool: unknown command %s\n", argv[1]);
