@@ -43,6 +43,8 @@ python3-flake8:/usr/lib/python3/dist-packages/flake8/__init__.py
 shellcheck:/usr/bin/shellcheck
 python3-nose2:/usr/lib/python3/dist-packages/nose2/__init__.py
 python3-pexpect:/usr/lib/python3/dist-packages/pexpect/__init__.py
+fsverity:/usr/bin/fsverity
+zstd:/usr/bin/zstd
 "
 BINDGEN_VERSION=0.73.2
 

@@ -5,6 +5,7 @@
 
 pub mod build;
 pub mod chunks;
+pub mod enable_verity;
 pub mod extract;
 pub mod gc;
 pub mod image;

@@ -104,7 +104,12 @@ enum Cmd {
         /// Print the mount(2) arguments instead of mounting.
         #[arg(short = 'n', long)]
         dry_run: bool,
+        /// Check chunk blobs' fs-verity digests (the driver's verity= option).
+        #[arg(long, value_enum, default_value_t)]
+        verity: puzzlefs::mount::Verity,
     },
+    /// Enable fs-verity on every blob of image <tag> and check each digest.
+    EnableFsVerity { oci_dir: PathBuf, tag: String },
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -182,9 +187,10 @@ fn run(cli: Cli) -> Result<()> {
             tag,
             mnt,
             dry_run,
+            verity,
         } => {
             if dry_run {
-                let a = puzzlefs::mount::mount_args(&oci_dir, &tag)?;
+                let a = puzzlefs::mount::mount_args(&oci_dir, &tag, verity)?;
                 out_line(&format!(
                     "mount -t {} -o ro,{} {} {}",
                     a.fstype,
@@ -193,8 +199,15 @@ fn run(cli: Cli) -> Result<()> {
                     mnt.display()
                 ))?;
             } else {
-                puzzlefs::mount::mount(&oci_dir, &tag, &mnt)?;
+                puzzlefs::mount::mount(&oci_dir, &tag, &mnt, verity)?;
             }
+        }
+        Cmd::EnableFsVerity { oci_dir, tag } => {
+            let s = puzzlefs::enable_verity::enable_fs_verity(&oci_dir, &tag)?;
+            progress.detail(&format!(
+                "fs-verity enabled on {} blobs, already on {}; every digest matches",
+                s.enabled, s.already
+            ));
         }
     }
     Ok(())

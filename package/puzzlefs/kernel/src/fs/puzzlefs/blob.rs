@@ -1,20 +1,256 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Chunk blobs: a small per-mount cache of open blob files.
+//! Chunk blobs: a small per-mount cache of open blob files, checked with fs-verity.
 //!
 //! Reading a file opens the chunk blobs that back each folio; keeping the last few open saves
 //! a path walk per folio when a file is read sequentially.
+//!
+//! With `verity=on` or `verity=require` every blob is checked right after it is opened, before
+//! anything is read from it, and again at each reopen after it left the cache: its fs-verity
+//! digest must be the one the image manifest records for it (`fsVerityData`). The check is
+//! made on the open file, so renaming another file over the blob afterwards changes nothing
+//! for a blob held open, and fs-verity itself then checks every read of the open file against
+//! its Merkle tree. Under `on` a blob without fs-verity is read unchecked; under `require` it
+//! is refused, as is a blob the manifest records no digest for.
 
 #![forbid(unsafe_code)]
 
+use core::fmt;
 use kernel::fs::file::{PrivateMount, RegularFile};
+use kernel::fs::verity::{Verity as FileVerity, SHA256_DIGEST_SIZE};
+use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::str::CString;
 use kernel::sync::{new_mutex, Arc, Mutex};
-use puzzlefs_format::{Digest, HexDigest};
+use puzzlefs_format::{Digest, HexDigest, Manifest};
 
 /// Number of blob files kept open per mount.
 const SLOTS: usize = 8;
+
+/// Most `fsVerityData` entries indexed at mount (64 bytes each in the index).
+const MAX_VERITY_ENTRIES: usize = 1 << 20;
+
+/// The `verity=` mount option (overlayfs's names and meanings).
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum Mode {
+    /// Chunk blobs are read without any check (the default).
+    #[default]
+    Off,
+    /// A chunk blob with fs-verity must have the digest the manifest records for it; one
+    /// without fs-verity is read unchecked.
+    On,
+    /// Every chunk blob must have fs-verity and the digest the manifest records for it.
+    Require,
+}
+
+impl Mode {
+    /// Parses `off`, `on` or `require`.
+    pub(crate) fn parse(s: &[u8]) -> Option<Self> {
+        match s {
+            b"off" => Some(Mode::Off),
+            b"on" => Some(Mode::On),
+            b"require" => Some(Mode::Require),
+            _ => None,
+        }
+    }
+
+    /// The option's value, as parsed.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Mode::Off => "off",
+            Mode::On => "on",
+            Mode::Require => "require",
+        }
+    }
+}
+
+/// Why an index of the manifest's fs-verity entries could not be built.
+pub(crate) enum IndexError {
+    /// The entries could not be read.
+    Format(puzzlefs_format::Error),
+    /// More entries than [`MAX_VERITY_ENTRIES`] (the limit).
+    TooMany(usize),
+    /// An entry is not a sha256 digest.
+    BadLength(Digest, usize),
+    /// Two entries for one blob, with different digests.
+    Conflict(Digest),
+    /// Out of memory.
+    Alloc(Error),
+}
+
+impl fmt::Display for IndexError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            IndexError::Format(e) => write!(f, "fsVerityData: {}", e),
+            IndexError::TooMany(n) => write!(f, "fsVerityData has more than {} entries", n),
+            IndexError::BadLength(d, n) => write!(
+                f,
+                "fsVerityData entry of blob {} has {} bytes, not a sha256 digest",
+                HexDigest(d),
+                n
+            ),
+            IndexError::Conflict(d) => {
+                write!(f, "fsVerityData has two digests for blob {}", HexDigest(d))
+            }
+            IndexError::Alloc(e) => write!(f, "fsVerityData index: {:?}", e),
+        }
+    }
+}
+
+impl IndexError {
+    /// The errno of a mount refused for this reason.
+    pub(crate) fn errno(&self) -> Error {
+        match self {
+            IndexError::Alloc(e) => *e,
+            _ => EUCLEAN,
+        }
+    }
+}
+
+impl From<puzzlefs_format::Error> for IndexError {
+    fn from(e: puzzlefs_format::Error) -> Self {
+        IndexError::Format(e)
+    }
+}
+
+impl From<kernel::alloc::AllocError> for IndexError {
+    fn from(_: kernel::alloc::AllocError) -> Self {
+        IndexError::Alloc(ENOMEM)
+    }
+}
+
+/// The fs-verity policy of a mount: its mode and the manifest's recorded digests, sorted by
+/// blob digest for binary search.
+pub(crate) struct Verity {
+    mode: Mode,
+    /// (blob digest, fs-verity digest), sorted by blob digest, one entry per blob; empty
+    /// when `mode` is [`Mode::Off`].
+    index: KVVec<Entry>,
+}
+
+impl Verity {
+    /// Builds the policy of `mode` for the image of `manifest`. With [`Mode::Off`] nothing is
+    /// read. Builders write the entries sorted by blob digest, in which case no sorting is
+    /// done; any other order is sorted here (bounded by [`MAX_VERITY_ENTRIES`]).
+    pub(crate) fn new(mode: Mode, manifest: &Manifest<'_>) -> Result<Self, IndexError> {
+        let mut index = KVVec::new();
+        if mode == Mode::Off {
+            return Ok(Self { mode, index });
+        }
+        let mut sorted = true;
+        for e in manifest.verity_entries()? {
+            let e = e?;
+            if index.len() >= MAX_VERITY_ENTRIES {
+                return Err(IndexError::TooMany(MAX_VERITY_ENTRIES));
+            }
+            let v = <[u8; SHA256_DIGEST_SIZE]>::try_from(e.verity)
+                .map_err(|_| IndexError::BadLength(e.digest, e.verity.len()))?;
+            if let Some(last) = index.last() {
+                sorted &= last.0 < e.digest;
+            }
+            index.push((e.digest, v), GFP_KERNEL)?;
+        }
+        if !sorted {
+            heapsort(&mut index);
+            for pair in index.windows(2) {
+                // The same entry twice is harmless: binary search finds either.
+                if let [a, b] = pair {
+                    if a.0 == b.0 && a.1 != b.1 {
+                        return Err(IndexError::Conflict(a.0));
+                    }
+                }
+            }
+        }
+        Ok(Self { mode, index })
+    }
+
+    /// The mode of the mount.
+    pub(crate) fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    fn recorded(&self, blob: &Digest) -> Option<&[u8; SHA256_DIGEST_SIZE]> {
+        let i = self.index.binary_search_by(|e| e.0.cmp(blob)).ok()?;
+        self.index.get(i).map(|e| &e.1)
+    }
+
+    /// Checks open blob `digest` against the policy; a refusal is logged (rate-limited) with
+    /// the blob's name and is `EIO`.
+    fn check(&self, digest: &Digest, file: &RegularFile) -> Result {
+        if self.mode == Mode::Off {
+            return Ok(());
+        }
+        let hex = HexDigest(digest);
+        let actual = match file.verity()? {
+            FileVerity::Sha256(d) => d,
+            FileVerity::Off if self.mode == Mode::On => return Ok(()),
+            FileVerity::Off => {
+                pr_err_ratelimited!("chunk blob {}: no fs-verity (verity=require)\n", hex);
+                return Err(EIO);
+            }
+            FileVerity::OtherAlgorithm(alg) => {
+                pr_err_ratelimited!(
+                    "chunk blob {}: fs-verity hash algorithm {} is not sha256\n",
+                    hex,
+                    alg
+                );
+                return Err(EIO);
+            }
+        };
+        match self.recorded(digest) {
+            Some(expected) if *expected == actual => Ok(()),
+            Some(expected) => {
+                pr_err_ratelimited!(
+                    "chunk blob {}: fs-verity digest {} is not the image's {}\n",
+                    hex,
+                    HexDigest(&actual),
+                    HexDigest(expected)
+                );
+                Err(EIO)
+            }
+            None => {
+                pr_err_ratelimited!(
+                    "chunk blob {}: the image records no fs-verity digest for it\n",
+                    hex
+                );
+                Err(EIO)
+            }
+        }
+    }
+}
+
+/// One recorded digest: (blob digest, fs-verity digest).
+type Entry = (Digest, [u8; SHA256_DIGEST_SIZE]);
+
+/// Sorts `v` by blob digest in place: O(n log n), no allocation, no recursion (core's sorts
+/// pull in panic paths objtool does not know).
+fn heapsort(v: &mut [Entry]) {
+    fn sift_down(v: &mut [Entry], mut root: usize, end: usize) {
+        loop {
+            // `end <= v.len()`, far below `usize::MAX / 2`: no overflow.
+            let mut child = 2 * root + 1;
+            if child >= end {
+                return;
+            }
+            if child + 1 < end && v[child].0 < v[child + 1].0 {
+                child += 1;
+            }
+            if v[root].0 >= v[child].0 {
+                return;
+            }
+            v.swap(root, child);
+            root = child;
+        }
+    }
+    let len = v.len();
+    for start in (0..len / 2).rev() {
+        sift_down(v, start, len);
+    }
+    for end in (1..len).rev() {
+        v.swap(0, end);
+        sift_down(v, 0, end);
+    }
+}
 
 struct Slot {
     digest: Digest,
@@ -38,10 +274,12 @@ impl BlobCache {
     }
 }
 
-/// Opens blob `digest` below `mount`, or returns it from `cache`.
+/// Opens blob `digest` below `mount` and checks it against `verity`, or returns it from
+/// `cache` (where only checked blobs are kept).
 pub(crate) fn open(
     mount: &PrivateMount,
     cache: &Mutex<BlobCache>,
+    verity: &Verity,
     digest: &Digest,
 ) -> Result<Arc<RegularFile>> {
     {
@@ -54,7 +292,9 @@ pub(crate) fn open(
         }
     }
     let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", HexDigest(digest)))?;
-    let file = Arc::new(mount.open(&path)?, GFP_KERNEL)?;
+    let file = mount.open(&path)?;
+    verity.check(digest, &file)?;
+    let file = Arc::new(file, GFP_KERNEL)?;
     let mut c = cache.lock();
     let clock = c.clock;
     let victim = match c.slots.iter().position(|s| s.is_none()) {

@@ -5,19 +5,26 @@
 //! Errors (each reported through the mount context, so `mount` can print it, and to the
 //! kernel log):
 //!
-//! - `EINVAL`: an option is missing, given without a value, or `image_manifest` is not 64 hex
-//!   digits; or the manifest has an unsupported version; or `oci_root_dir` is on a file system
-//!   already stacked `FILESYSTEM_MAX_STACK_DEPTH` deep (puzzlefs stacks on it, as overlayfs
-//!   does on its layers); or a blob is not a regular file.
+//! - `EINVAL`: an option is missing, given without a value, `image_manifest` is not 64 hex
+//!   digits, or `verity` is not `off`, `on` or `require`; or the manifest has an unsupported
+//!   version; or `oci_root_dir` is on a file system already stacked
+//!   `FILESYSTEM_MAX_STACK_DEPTH` deep (puzzlefs stacks on it, as overlayfs does on its
+//!   layers); or a blob is not a regular file.
 //! - `ENOENT` (or the errno of the lookup): `oci_root_dir` or a blob does not exist.
 //! - `EBADMSG`: the manifest or a metadata blob does not hash to its name.
 //! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, or the root is not a
-//!   directory.
+//!   directory; with `verity=on` or `require`, the manifest's `fsVerityData` cannot be read, has
+//!   an entry that is not a sha256 digest, two different digests for one blob, or more than
+//!   2^20 entries.
 //! - `EFBIG`: the manifest or a metadata blob is larger than this driver accepts.
+//!
+//! With `verity=on` or `require`, a chunk blob that fails its check (see `blob.rs`: a digest
+//! other than the recorded one, no recorded digest, no fs-verity under `require`) is not a
+//! mount error: each read that needs it fails with `EIO` and a rate-limited log line naming it.
 
 #![forbid(unsafe_code)]
 
-use crate::blob::BlobCache;
+use crate::blob::{self, BlobCache, Verity};
 use crate::decompress::ChunkCache;
 use crate::PuzzleFs;
 use core::fmt;
@@ -52,6 +59,7 @@ const MAX_LAYERS: usize = 256;
 pub(crate) struct Options {
     oci_root_dir: Option<CString>,
     image_manifest: Option<Digest>,
+    verity: blob::Mode,
 }
 
 /// The layer views of one operation, top first.
@@ -70,6 +78,8 @@ pub(crate) struct Info {
     blobs: Arc<Mutex<BlobCache>>,
     /// Private clone of the mount of `oci_root_dir`; blobs are opened below it.
     mount: PrivateMount,
+    /// The `verity=` policy and the recorded fs-verity digests.
+    verity: Verity,
     oci_root_dir: CString,
     manifest: Digest,
     /// The metadata blobs, top layer first (kvmalloc'ed, so 8-byte aligned).
@@ -113,7 +123,7 @@ impl Info {
 
     /// Opens chunk blob `digest` of the image directory (or finds it open).
     pub(crate) fn open_blob(&self, digest: &Digest) -> Result<Arc<RegularFile>> {
-        crate::blob::open(&self.mount, &self.blobs, digest)
+        crate::blob::open(&self.mount, &self.blobs, &self.verity, digest)
     }
 }
 
@@ -122,7 +132,7 @@ fn error(fc: &FsContext, errno: Error, args: fmt::Arguments<'_>) -> Error {
     errno
 }
 
-/// Parses `oci_root_dir=` and `image_manifest=`.
+/// Parses `oci_root_dir=`, `image_manifest=` and `verity=`.
 pub(crate) fn parse_param(
     fc: &FsContext,
     opts: &mut Options,
@@ -130,7 +140,7 @@ pub(crate) fn parse_param(
     value: Param<'_>,
 ) -> Result {
     let name = key.as_bytes();
-    if name != b"oci_root_dir" && name != b"image_manifest" {
+    if name != b"oci_root_dir" && name != b"image_manifest" && name != b"verity" {
         return Err(ENOPARAM);
     }
     let Param::String(value) = value else {
@@ -145,6 +155,14 @@ pub(crate) fn parse_param(
             return Err(error(fc, EINVAL, format_args!("oci_root_dir is empty")));
         }
         opts.oci_root_dir = Some(value.to_cstring()?);
+    } else if name == b"verity" {
+        opts.verity = blob::Mode::parse(value.as_bytes()).ok_or_else(|| {
+            error(
+                fc,
+                EINVAL,
+                format_args!("verity must be off, on or require, not '{}'", value),
+            )
+        })?;
     } else {
         let hex = value.as_bytes();
         let hex = hex.strip_prefix(b"sha256:").unwrap_or(hex);
@@ -259,6 +277,8 @@ pub(crate) fn fill_super(
         ),
         e => error(fc, EUCLEAN, format_args!("manifest {}: {}", hex, e)),
     })?;
+    let verity = Verity::new(opts.verity, &manifest)
+        .map_err(|e| error(fc, e.errno(), format_args!("manifest {}: {}", hex, e)))?;
     let count = manifest
         .layer_count()
         .map_err(|e| error(fc, EUCLEAN, format_args!("manifest {}: {}", hex, e)))?;
@@ -321,6 +341,7 @@ pub(crate) fn fill_super(
     let info = Info {
         blobs: Arc::pin_init(BlobCache::new(), GFP_KERNEL)?,
         mount,
+        verity,
         oci_root_dir: dir,
         manifest: manifest_digest,
         layers,
@@ -358,7 +379,7 @@ pub(crate) fn statfs(info: &Info) -> Stat {
     }
 }
 
-/// Writes the two options for `/proc/mounts`.
+/// Writes the options for `/proc/mounts` (`verity=` unless it is `off`, the default).
 pub(crate) fn show_options(info: &Info, seq: &mut SeqFile) {
     seq.show_option(b"oci_root_dir", info.oci_root_dir.as_bytes());
     let mut hex = [0u8; 64];
@@ -370,4 +391,7 @@ pub(crate) fn show_options(info: &Info, seq: &mut SeqFile) {
         }
     }
     seq.show_option(b"image_manifest", &hex);
+    if info.verity.mode() != blob::Mode::Off {
+        seq.show_option(b"verity", info.verity.mode().name().as_bytes());
+    }
 }

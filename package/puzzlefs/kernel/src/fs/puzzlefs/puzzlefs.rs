@@ -3,7 +3,7 @@
 //! PuzzleFS: a read-only file system for container images in an OCI image directory.
 //!
 //! ```text
-//! mount -t puzzlefs -o oci_root_dir=<dir>,image_manifest=<sha256 hex> none <mnt>
+//! mount -t puzzlefs -o oci_root_dir=<dir>,image_manifest=<sha256 hex>[,verity=<mode>] none <mnt>
 //! ```
 //!
 //! The image manifest blob `<dir>/blobs/sha256/<hex>` must hash to `image_manifest`; it lists
@@ -13,9 +13,25 @@
 //! ranges of the chunk blobs that hold it (zstd-compressed chunks are decompressed whole and
 //! kept in a small per-mount cache).
 //!
+//! The manifest and metadata are authenticated by that digest. Chunk blobs are opened later, at
+//! read time; `verity=<mode>` (overlayfs's option names and meanings) says how they are checked:
+//!
+//! - `off` (the default): not at all;
+//! - `on`: a chunk blob with fs-verity enabled must have the fs-verity digest (sha256) that the
+//!   manifest's `fsVerityData` records for it; one without fs-verity is read unchecked;
+//! - `require`: every chunk blob must have fs-verity and the recorded digest; a blob without
+//!   fs-verity or without a recorded digest is refused.
+//!
+//! A blob that fails its check fails each read that needs it with `EIO` and one rate-limited
+//! log line naming it. A blob is checked on the open file, right after it is opened (`blob.rs`
+//! keeps a few open; each reopen is checked again), so a file renamed over it later cannot be
+//! read in its place; fs-verity then checks every read of the open file by itself.
+//! `puzzlefs enable-fs-verity <dir> <tag>` enables fs-verity on the blobs of an image.
+//!
 //! The on-disk format is parsed by the `puzzlefs_format` crate only; this driver maps it to
 //! the VFS: `mount.rs` (options, super block), `inode.rs`, `dir.rs` (lookup, readdir),
-//! `data.rs` (file contents and symlink targets), `xattr.rs`, `decompress.rs` (zstd chunks).
+//! `data.rs` (file contents and symlink targets), `xattr.rs`, `decompress.rs` (zstd chunks),
+//! `blob.rs` (open chunk blobs and their fs-verity checks).
 
 #![forbid(unsafe_code)]
 

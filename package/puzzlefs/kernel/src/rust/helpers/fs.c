@@ -3,6 +3,7 @@
 #include <linux/cacheflush.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/fsverity.h>
 #include <linux/highmem.h>
 #include <linux/lockdep.h>
 #include <linux/mount.h>
@@ -111,4 +112,12 @@ void rust_helper_lockdep_register_key(struct lock_class_key *key)
 void rust_helper_lockdep_unregister_key(struct lock_class_key *key)
 {
 	lockdep_unregister_key(key);
+}
+
+/* fsverity_get_digest() is an inline stub when CONFIG_FS_VERITY is off. */
+int rust_helper_fsverity_get_digest(struct inode *inode,
+				    u8 raw_digest[FS_VERITY_MAX_DIGEST_SIZE],
+				    u8 *alg, enum hash_algo *halg)
+{
+	return fsverity_get_digest(inode, raw_digest, alg, halg);
 }

@@ -29,6 +29,7 @@ pub mod folio;
 pub mod inode;
 pub mod sb;
 pub mod seq;
+pub mod verity;
 pub mod xattr;
 
 use context::{FsContext, Param};

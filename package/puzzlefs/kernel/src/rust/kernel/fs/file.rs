@@ -211,6 +211,13 @@ unsafe impl Send for RegularFile {}
 unsafe impl Sync for RegularFile {}
 
 impl RegularFile {
+    /// The inode of the open file, valid for as long as `self` (for the other abstractions of
+    /// `fs`, e.g. [`super::verity`]).
+    pub(super) fn inode_ptr(&self) -> *mut bindings::inode {
+        // SAFETY: The file is open (type invariant), so `f_inode` is set and never changes.
+        unsafe { (*self.file.as_ptr()).f_inode }
+    }
+
     /// The size of the file.
     pub fn size(&self) -> Result<u64> {
         // SAFETY: The file is open, so its inode is valid.

@@ -1,0 +1,193 @@
+//! fs-verity measurements checked against the reference tool, `fsverity
+//! digest` from fsverity-utils (Debian package `fsverity`, installed by
+//! support/deps.sh), run at test time: on files of boundary sizes, on every
+//! blob of the other implementation's fixture, and on every blob of images
+//! built here. The fixture's tags rebuilt from their sources must give the
+//! other implementation's manifests byte for byte.
+
+mod common;
+
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use puzzlefs::format::Manifest;
+use puzzlefs::oci::OciDir;
+
+/// `fsverity digest` of `path` (sha256, 4 KiB blocks, no salt), as hex.
+fn tool_digest(path: &Path) -> String {
+    let out = Command::new("fsverity")
+        .args(["digest", "--hash-alg=sha256", "--block-size=4096"])
+        .arg(path)
+        .output()
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run `fsverity` ({e}): these tests need fsverity-utils \
+                 (Debian package `fsverity`; support/deps.sh installs it)"
+            )
+        });
+    assert!(
+        out.status.success(),
+        "fsverity digest {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // "sha256:<hex> <path>"
+    let text = String::from_utf8(out.stdout).expect("utf8");
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let hex = first
+        .strip_prefix("sha256:")
+        .unwrap_or_else(|| panic!("unexpected `fsverity digest` output {text:?}"));
+    assert_eq!(hex.len(), 64, "{text:?}");
+    hex.to_owned()
+}
+
+/// Deterministic, non-repeating content (a repeated block would hide a
+/// block-order mistake).
+fn content(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ n as u64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+#[test]
+fn measure_matches_fsverity_digest_at_boundary_sizes() {
+    const B: usize = 4096;
+    let dir = tempfile::tempdir().unwrap();
+    // Tree depth (hash-block levels above the data): 0 for 0 and 1 block,
+    // 1 up to 128 blocks, 2 from 129 blocks (1 MiB + 1 is 257 blocks), 3 from
+    // 128 * 128 + 1 blocks.
+    let sizes = [
+        0,
+        1,
+        B - 1,
+        B,
+        B + 1,
+        2 * B,
+        128 * B,
+        128 * B + 1,
+        (1 << 20) + 1,
+        128 * 128 * B + 1,
+    ];
+    for n in sizes {
+        let data = content(n);
+        let path = dir.path().join(format!("f{n}"));
+        fs::write(&path, &data).unwrap();
+        assert_eq!(
+            hex::encode(puzzlefs::verity::measure(&data)),
+            tool_digest(&path),
+            "file of {n} bytes"
+        );
+    }
+}
+
+/// The (blob, recorded fs-verity digest) entries of manifest `digest`.
+fn verity_entries(oci: &Path, digest: &[u8; 32]) -> Vec<([u8; 32], Vec<u8>)> {
+    let bytes = OciDir::open(oci).unwrap().read_blob(digest).unwrap();
+    let m = Manifest::parse(&bytes).unwrap();
+    m.verity_entries()
+        .unwrap()
+        .map(|v| {
+            let v = v.unwrap();
+            (v.digest, v.verity.to_vec())
+        })
+        .collect()
+}
+
+/// Blob `digest` of `oci`, as stored.
+fn blob(oci: &Path, digest: &[u8; 32]) -> Vec<u8> {
+    fs::read(OciDir::open(oci).unwrap().blob_path(digest)).unwrap()
+}
+
+fn is_zstd_frame(data: &[u8]) -> bool {
+    data.starts_with(&[0x28, 0xb5, 0x2f, 0xfd])
+}
+
+/// Checks every entry of image `tag` against `fsverity digest` of its blob
+/// (and our function against the tool on the same blob); the metadata
+/// layers must have entries. Returns the entries the tool disagrees with.
+fn check_entries(oci: &Path, tag: &str) -> Vec<[u8; 32]> {
+    let dir = OciDir::open(oci).unwrap();
+    let manifest = dir.resolve(tag).unwrap();
+    let entries = verity_entries(oci, &manifest);
+    assert!(!entries.is_empty(), "{tag}: no fsVerityData");
+    let mut wrong = Vec::new();
+    for (digest, recorded) in &entries {
+        let tool = tool_digest(&dir.blob_path(digest));
+        assert_eq!(
+            hex::encode(puzzlefs::verity::measure(&blob(oci, digest))),
+            tool,
+            "{tag}: blob {}",
+            hex::encode(digest)
+        );
+        if hex::encode(recorded) != tool {
+            wrong.push(*digest);
+        }
+    }
+    let img = puzzlefs::image::Image::open_tag(&dir, tag).unwrap();
+    for layer in img.layer_refs() {
+        assert!(
+            entries.iter().any(|(b, _)| *b == layer.digest),
+            "{tag}: no entry for metadata blob {}",
+            hex::encode(layer.digest)
+        );
+    }
+    wrong
+}
+
+#[test]
+fn the_other_implementations_entries_against_fsverity_digest() {
+    let oci = fixture().join("oci");
+    // plain and delta: every entry, the metadata blob's included, is the
+    // blob's measurement.
+    for tag in ["plain", "delta"] {
+        assert_eq!(check_entries(&oci, tag), Vec::<[u8; 32]>::new(), "{tag}");
+    }
+    // zstd: the other implementation keeps a chunk uncompressed when zstd
+    // does not make it smaller, but records for it a value that is not the
+    // stored file's measurement (`fsverity digest` of these blobs disagrees).
+    // Exactly those entries are wrong; the zstd frames and metadata are right.
+    let wrong = check_entries(&oci, "zstd");
+    assert!(!wrong.is_empty());
+    for d in &wrong {
+        assert!(!is_zstd_frame(&blob(&oci, d)), "{}", hex::encode(d));
+    }
+}
+
+#[test]
+fn rebuilt_fixture_manifests_match_the_other_implementation() {
+    let src = tempfile::tempdir().unwrap();
+    untar_fixture(src.path());
+    let oci = tempfile::tempdir().unwrap();
+    let plain = build(&src.path().join("src"), oci.path(), "plain", &[]);
+    let zstd = build(&src.path().join("src"), oci.path(), "zstd", &["-c"]);
+    let fx = fixture().join("oci");
+    let fxd = OciDir::open(&fx).unwrap();
+    // The same manifest digest means the same manifest bytes: layers and
+    // every fsVerityData entry.
+    assert_eq!(plain, hex::encode(fxd.resolve("plain").unwrap()), "plain");
+    // zstd: the same blobs and entries, except that ours are right where
+    // the other implementation's are not (see above).
+    let ours = verity_entries(oci.path(), &puzzlefs::oci::parse_digest(&zstd).unwrap());
+    let theirs = verity_entries(&fx, &fxd.resolve("zstd").unwrap());
+    let wrong = check_entries(&fx, "zstd");
+    assert_eq!(ours.len(), theirs.len());
+    for ((d, v), (td, tv)) in ours.iter().zip(&theirs) {
+        assert_eq!(d, td, "the same blobs in the same order");
+        if wrong.contains(d) {
+            assert_ne!(v, tv);
+        } else {
+            assert_eq!(v, tv, "blob {}", hex::encode(d));
+        }
+    }
+    for tag in ["plain", "zstd"] {
+        assert!(check_entries(oci.path(), tag).is_empty(), "{tag}");
+    }
+}
