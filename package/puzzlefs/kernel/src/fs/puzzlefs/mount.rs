@@ -11,9 +11,18 @@
 //!   does on its layers); or a blob is not a regular file.
 //! - `ENOENT` (or the errno of the lookup): `oci_root_dir` or a blob does not exist.
 //! - `EBADMSG`: the manifest or a metadata blob does not hash to its name.
-//! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, or the root is not a
-//!   directory.
-//! - `EFBIG`: the manifest or a metadata blob is larger than this driver accepts.
+//! - `ELOOP`: a blob, or a directory on the way to it below `oci_root_dir`, is a symbolic link
+//!   (never followed: see `PrivateMount::open`).
+//! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, the manifest lists a
+//!   metadata blob twice, or the root is not a directory.
+//! - `EFBIG`: the manifest is larger than `MAX_MANIFEST_SIZE`, or the metadata blobs
+//!   together are larger than `MAX_METADATA_TOTAL` (checked from their sizes, before any is
+//!   read).
+//!
+//! Bounds: a mount holds at most `MAX_METADATA_TOTAL` bytes of metadata (plus the manifest,
+//! freed once parsed), whatever the number of layers; every read and hash runs in steps of at
+//! most 1 MiB with a `cond_resched()` between them, so that a mount of the largest image
+//! accepted takes long but never stalls a CPU.
 
 #![forbid(unsafe_code)]
 
@@ -29,6 +38,7 @@ use kernel::fs::{
 };
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
+use kernel::sched::cond_resched;
 use kernel::sha256;
 use kernel::str::CString;
 use kernel::sync::{Arc, Mutex};
@@ -42,10 +52,18 @@ pub(crate) const PUZZLEFS_MAGIC: u32 = 0x505a_4653;
 
 /// Largest manifest blob accepted.
 const MAX_MANIFEST_SIZE: usize = 16 << 20;
-/// Largest metadata blob accepted.
-const MAX_METADATA_SIZE: usize = 512 << 20;
+/// Largest total size of the metadata blobs of one image (all layers together).
+///
+/// The metadata stays in kernel memory (kvmalloc, not swappable) for as long as the image is
+/// mounted, so the bound is on the sum, not per layer (256 layers of a per-layer bound would
+/// be no bound). 256 MiB is a quarter of the appliance's RAM, and more than 10 times the
+/// metadata of any image in the corpus (the 20 000-file directory's is under 2 MiB, the 48 MB
+/// Debian tree's under 1 MiB); it is also what one mount may cost in reading and hashing.
+const MAX_METADATA_TOTAL: usize = 256 << 20;
 /// Most metadata layers accepted.
 const MAX_LAYERS: usize = 256;
+/// Bytes hashed between two `cond_resched()` calls.
+const HASH_STEP: usize = 1 << 20;
 
 /// The mount options.
 #[derive(Default)]
@@ -160,24 +178,43 @@ pub(crate) fn parse_param(
     Ok(())
 }
 
-/// Opens blob `digest` and reads it whole (manifest and metadata only), checking its sha256.
-fn read_verified_blob(
+/// Opens blob `digest` (a regular file, reached without following any symbolic link).
+fn open_blob(
     fc: &FsContext,
     mount: &PrivateMount,
     dir: &CStr,
     what: &str,
     digest: &Digest,
-    max: usize,
-) -> Result<KVVec<u8>> {
-    let hex = HexDigest(digest);
-    let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", hex))?;
-    let file = mount.open(&path).map_err(|e| {
+) -> Result<RegularFile> {
+    let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", HexDigest(digest)))?;
+    mount.open(&path).map_err(|e| {
+        let why = if e.to_errno() == -(kernel::bindings::ELOOP as i32) {
+            " (a symbolic link: blobs must be regular files)"
+        } else if e == EINVAL {
+            " (not a regular file)"
+        } else {
+            ""
+        };
         error(
             fc,
             e,
-            format_args!("cannot open {} blob {}/{}: {:?}", what, dir, &*path, e),
+            format_args!(
+                "cannot open {} blob {}/{}: {:?}{}",
+                what, dir, &*path, e, why
+            ),
         )
-    })?;
+    })
+}
+
+/// Reads an open blob whole (manifest and metadata only) and checks its sha256, in steps.
+fn read_verified(
+    fc: &FsContext,
+    file: &RegularFile,
+    what: &str,
+    digest: &Digest,
+    max: usize,
+) -> Result<KVVec<u8>> {
+    let hex = HexDigest(digest);
     let bytes = file.read_to_vec(max).map_err(|e| {
         error(
             fc,
@@ -188,7 +225,12 @@ fn read_verified_blob(
             ),
         )
     })?;
-    let actual = sha256::digest(&bytes)?;
+    let mut hash = sha256::Sha256::new();
+    for step in bytes.chunks(HASH_STEP) {
+        hash.update(step);
+        cond_resched();
+    }
+    let actual = hash.finish();
     if actual != *digest {
         return Err(error(
             fc,
@@ -239,14 +281,15 @@ pub(crate) fn fill_super(
             ),
         )
     })?;
-    let manifest_bytes = read_verified_blob(
+    let manifest_file = open_blob(fc, &mount, &dir, "manifest", &manifest_digest)?;
+    let manifest_bytes = read_verified(
         fc,
-        &mount,
-        &dir,
+        &manifest_file,
         "manifest",
         &manifest_digest,
         MAX_MANIFEST_SIZE,
     )?;
+    drop(manifest_file);
     let hex = HexDigest(&manifest_digest);
     let manifest = Manifest::parse(&manifest_bytes).map_err(|e| match e {
         puzzlefs_format::Error::BadVersion(v) => error(
@@ -274,32 +317,64 @@ pub(crate) fn fill_super(
         ));
     }
 
-    let mut layers = KVec::with_capacity(count, GFP_KERNEL)?;
-    let (mut max_ino, mut metadata_bytes) = (0u64, 0u64);
+    // First every blob is opened and sized, so that duplicates and an oversized total are
+    // refused before any memory is allocated for them or any byte read.
+    let mut blobs: KVec<(Digest, RegularFile)> = KVec::with_capacity(count, GFP_KERNEL)?;
+    let mut total = 0usize;
     for blob in manifest
         .layers()
         .map_err(|e| error(fc, EUCLEAN, format_args!("manifest {}: {}", hex, e)))?
     {
+        cond_resched();
         let blob = blob.map_err(|e| error(fc, EUCLEAN, format_args!("manifest {}: {}", hex, e)))?;
+        let blob_hex = HexDigest(&blob.digest);
         if blob.compressed || blob.offset != 0 {
             return Err(error(
                 fc,
                 EUCLEAN,
                 format_args!(
                     "manifest {}: metadata blob {} is compressed or at an offset",
-                    hex,
-                    HexDigest(&blob.digest)
+                    hex, blob_hex
                 ),
             ));
         }
-        let bytes = read_verified_blob(
-            fc,
-            &mount,
-            &dir,
-            "metadata",
-            &blob.digest,
-            MAX_METADATA_SIZE,
-        )?;
+        // At most `MAX_LAYERS` (256) blobs: the quadratic check is at most 32640 comparisons.
+        if blobs.iter().any(|(d, _)| *d == blob.digest) {
+            return Err(error(
+                fc,
+                EUCLEAN,
+                format_args!(
+                    "manifest {}: metadata blob {} is listed more than once",
+                    hex, blob_hex
+                ),
+            ));
+        }
+        let file = open_blob(fc, &mount, &dir, "metadata", &blob.digest)?;
+        let size = file.size().ok().and_then(|s| usize::try_from(s).ok());
+        let Some(new_total) = size
+            .and_then(|s| total.checked_add(s))
+            .filter(|t| *t <= MAX_METADATA_TOTAL)
+        else {
+            return Err(error(
+                fc,
+                EFBIG,
+                format_args!(
+                    "manifest {}: metadata blobs larger than {} bytes in total (at blob {})",
+                    hex, MAX_METADATA_TOTAL, blob_hex
+                ),
+            ));
+        };
+        total = new_total;
+        blobs.push((blob.digest, file), GFP_KERNEL)?;
+    }
+
+    let mut layers = KVec::with_capacity(count, GFP_KERNEL)?;
+    let (mut max_ino, mut metadata_bytes) = (0u64, 0u64);
+    for (digest, file) in &blobs {
+        // The total of the sizes read at open is checked above; a blob that grew since then is
+        // held to what is left of it.
+        let left = MAX_METADATA_TOTAL.saturating_sub(usize::try_from(metadata_bytes)?);
+        let bytes = read_verified(fc, file, "metadata", digest, left)?;
         {
             let parsed = MetadataBlob::parse(&bytes).and_then(|m| {
                 let layer = m.layer()?;
@@ -309,7 +384,7 @@ pub(crate) fn fill_super(
                 error(
                     fc,
                     EUCLEAN,
-                    format_args!("metadata blob {}: {}", HexDigest(&blob.digest), e),
+                    format_args!("metadata blob {}: {}", HexDigest(digest), e),
                 )
             })?;
             max_ino = max_ino.max(top);
@@ -317,6 +392,7 @@ pub(crate) fn fill_super(
         metadata_bytes = metadata_bytes.saturating_add(bytes.len() as u64);
         layers.push(bytes, GFP_KERNEL)?;
     }
+    drop(blobs);
 
     let info = Info {
         blobs: Arc::pin_init(BlobCache::new(), GFP_KERNEL)?,

@@ -13,6 +13,7 @@
 use crate::bindings;
 use crate::error::{from_err_ptr, to_result};
 use crate::prelude::*;
+use crate::sched::cond_resched;
 use core::ptr::NonNull;
 
 /// A private clone of the mount of a directory, with the credentials of who cloned it.
@@ -259,24 +260,36 @@ impl RegularFile {
 
     /// Reads the whole file into a new buffer; it must not be larger than `max` bytes
     /// ([`EFBIG`]). The buffer is at least 8-byte aligned (it comes from `kvmalloc`).
+    ///
+    /// The buffer is zero-filled, then read into, in steps of [`READ_STEP`] bytes with a
+    /// [`cond_resched`] between steps: `max` may be hundreds of MiB, and a kernel without full
+    /// preemption must not spend seconds in one loop. A file that changes size meanwhile is
+    /// read up to the size it had first (reaching its end earlier is [`EIO`]).
     pub fn read_to_vec(&self, max: usize) -> Result<KVVec<u8>> {
         let size: usize = self.size()?.try_into().map_err(|_| EFBIG)?;
         if size > max {
             return Err(EFBIG);
         }
         let mut v = KVVec::with_capacity(size, GFP_KERNEL)?;
-        let spare = &mut v.spare_capacity_mut()[..size];
-        // SAFETY: `MaybeUninit<u8>` and `u8` have the same layout, and `read_exact_at` only
-        // writes to the slice; bytes are initialised once it succeeds.
-        let buf = unsafe { core::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), size) };
-        // Zero first so that no uninitialised byte is ever exposed, even on error paths.
-        buf.fill(0);
-        self.read_exact_at(buf, 0)?;
-        // SAFETY: The first `size` bytes were initialised above.
-        unsafe { v.set_len(size) };
+        // Initialised before any `&mut [u8]` is made over it: never a slice of uninitialised
+        // bytes. The capacity is there, so this does not allocate again.
+        while v.len() < size {
+            let n = (size - v.len()).min(READ_STEP);
+            v.extend_with(n, 0, GFP_KERNEL)?;
+            cond_resched();
+        }
+        let mut pos = 0u64;
+        for step in v.chunks_mut(READ_STEP) {
+            self.read_exact_at(step, pos)?;
+            pos = pos.checked_add(step.len() as u64).ok_or(EOVERFLOW)?;
+            cond_resched();
+        }
         Ok(v)
     }
 }
+
+/// Bytes [`RegularFile::read_to_vec`] zeroes or reads between two [`cond_resched`] calls.
+pub const READ_STEP: usize = 1 << 20;
 
 impl Drop for RegularFile {
     fn drop(&mut self) {
