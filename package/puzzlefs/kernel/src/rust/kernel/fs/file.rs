@@ -67,11 +67,14 @@ impl PrivateMount {
     }
 
     /// Opens the regular file at `path`, relative to the root of the mount (which also acts
-    /// as its root directory: `..` and absolute symbolic links cannot leave it).
+    /// as its root directory: `..` cannot leave it).
     ///
-    /// The path is looked up, checked and opened with the credentials of the mounter. Anything
-    /// but a regular file is refused with [`EINVAL`] before it is opened: a fifo or a device
-    /// node at `path` is never opened, so it can neither block nor have side effects.
+    /// The path is looked up, checked and opened with the credentials of the mounter. No
+    /// symbolic link is followed, at any component ([`ELOOP`]): the files are named by
+    /// whoever wrote the directory, and a link would let them show the mounter's files
+    /// elsewhere below the mount (or, through `/proc` magic links, anywhere). Anything but a
+    /// regular file is refused with [`EINVAL`] before it is opened: a fifo or a device node at
+    /// `path` is never opened, so it can neither block nor have side effects.
     pub fn open(&self, path: &CStr) -> Result<RegularFile> {
         // SAFETY: The credentials are alive by the type invariant, until after the guard is
         // dropped at the end of this function, on this task.
@@ -87,7 +90,9 @@ impl PrivateMount {
                 (*self.mnt.as_ptr()).mnt_root,
                 self.mnt.as_ptr(),
                 path.as_char_ptr(),
-                bindings::LOOKUP_FOLLOW,
+                // FOLLOW makes a trailing symlink one to follow, which NO_SYMLINKS then
+                // refuses with ELOOP (without FOLLOW the link itself would be returned).
+                bindings::LOOKUP_FOLLOW | bindings::LOOKUP_NO_SYMLINKS,
                 &mut found,
             )
         })?;
