@@ -28,6 +28,7 @@
 
 use crate::blob::BlobCache;
 use crate::decompress::ChunkCache;
+use crate::nlink::Nlinks;
 use crate::PuzzleFs;
 use core::fmt;
 use kernel::fs::{
@@ -96,6 +97,8 @@ pub(crate) struct Info {
     pub(crate) chunks: Arc<Mutex<ChunkCache>>,
     max_ino: u64,
     metadata_bytes: u64,
+    /// Link counts above 1 (see `nlink`).
+    nlinks: Nlinks,
 }
 
 impl Info {
@@ -127,6 +130,11 @@ impl Info {
         }
         let layers = Layers(layers);
         f(&layers)
+    }
+
+    /// The link counts of the image's inodes.
+    pub(crate) fn nlinks(&self) -> &Nlinks {
+        &self.nlinks
     }
 
     /// Opens chunk blob `digest` of the image directory (or finds it open).
@@ -393,6 +401,7 @@ pub(crate) fn fill_super(
         layers.push(bytes, GFP_KERNEL)?;
     }
     drop(blobs);
+    let nlinks = Nlinks::count(&layers);
 
     let info = Info {
         blobs: Arc::pin_init(BlobCache::new(), GFP_KERNEL)?,
@@ -403,6 +412,7 @@ pub(crate) fn fill_super(
         chunks: Arc::pin_init(ChunkCache::new(), GFP_KERNEL)?,
         max_ino,
         metadata_bytes,
+        nlinks,
     };
     let root_kind = info.with_layers(|blobs| {
         let root = blobs.find(puzzlefs_format::ROOT_INO).and_then(|i| i.kind());
