@@ -7,6 +7,9 @@
  *   pzk-tool as <uid> <cmd> [args...]    runs cmd with uid/gid <uid>, no groups
  *   pzk-tool dirpos [-s] <dir>           directory positions: lseek + getdents64
  *                                        (see dirpos() below)
+ *   pzk-tool readlink <path> <size>      readlink(2) with that buffer size
+ *   pzk-tool ioctl <path> <what>         fibmap|fiemap|getflags|unknown: the errno
+ *   pzk-tool odirect <path>              open(O_RDONLY|O_DIRECT) and read 4096 bytes
  *   pzk-tool nlinks <manifest> <root>    st_nlink of each non-directory of a
  *                                        `pzt-helper manifest` below <root> equals
  *                                        its number of names there; directories 1
@@ -22,6 +25,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fiemap.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -111,6 +117,11 @@ static const char *errname(int e)
 	static char num[16];
 
 	switch (e) {
+	case 0: return "ok";
+	case EPERM: return "EPERM";
+	case ENOTTY: return "ENOTTY";
+	case EOPNOTSUPP: return "EOPNOTSUPP";
+	case ERANGE: return "ERANGE";
 	case EINVAL: return "EINVAL";
 	case ENXIO: return "ENXIO";
 	case EOVERFLOW: return "EOVERFLOW";
@@ -402,6 +413,68 @@ static int nlinks(const char *manifest, const char *root)
 	return wrong || !names;
 }
 
+static int do_readlink(const char *path, size_t size)
+{
+	static char buf[1 << 16];
+	ssize_t n = readlink(path, buf, size);
+
+	if (n < 0) {
+		printf("errno=%s\n", errname(errno));
+		return 1;
+	}
+	printf("n=%zd %.*s\n", n, (int)n, buf);
+	return 0;
+}
+
+static int do_ioctl(const char *path, const char *what)
+{
+	int fd = open(path, O_RDONLY), r;
+
+	if (fd < 0) {
+		printf("open errno=%s\n", errname(errno));
+		return 1;
+	}
+	if (!strcmp(what, "fibmap")) {
+		int block = 0;
+
+		r = ioctl(fd, FIBMAP, &block);
+	} else if (!strcmp(what, "fiemap")) {
+		static struct {
+			struct fiemap f;
+			struct fiemap_extent e[8];
+		} m;
+
+		m.f.fm_length = ~0ULL;
+		m.f.fm_extent_count = 8;
+		r = ioctl(fd, FS_IOC_FIEMAP, &m);
+	} else if (!strcmp(what, "getflags")) {
+		int flags = 0;
+
+		r = ioctl(fd, FS_IOC_GETFLAGS, &flags);
+	} else {
+		r = ioctl(fd, _IOR('x', 0x7e, int), &fd);
+	}
+	printf("%s=%s\n", what, errname(r < 0 ? errno : 0));
+	close(fd);
+	return 0;
+}
+
+static int do_odirect(const char *path)
+{
+	static char buf[4096] __attribute__((aligned(4096)));
+	int fd = open(path, O_RDONLY | O_DIRECT);
+	ssize_t n;
+
+	if (fd < 0) {
+		printf("odirect open=%s\n", errname(errno));
+		return 0;
+	}
+	n = read(fd, buf, sizeof(buf));
+	printf("odirect open=ok read=%s\n", n < 0 ? errname(errno) : "ok");
+	close(fd);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static char buf[65536];
@@ -446,6 +519,12 @@ int main(int argc, char **argv)
 		return dirpos(argv[2], 0);
 	if (argc == 4 && !strcmp(argv[1], "dirpos") && !strcmp(argv[2], "-s"))
 		return dirpos(argv[3], 1);
+	if (argc == 4 && !strcmp(argv[1], "readlink"))
+		return do_readlink(argv[2], strtoul(argv[3], NULL, 0));
+	if (argc == 4 && !strcmp(argv[1], "ioctl"))
+		return do_ioctl(argv[2], argv[3]);
+	if (argc == 3 && !strcmp(argv[1], "odirect"))
+		return do_odirect(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "nlinks"))
 		return nlinks(argv[2], argv[3]);
 	fprintf(stderr, "usage: pzk-tool list|get|as|dirpos|nlinks ...\n");
