@@ -27,15 +27,23 @@ Expectations (checked by overlay/usr/libexec/puzzlefs-test/hostile, in the guest
     listed=D=N1,N2..   mount succeeds; readdir of D succeeds and returns exactly
                        ".", ".." and the names of the list (an entry whose name
                        cannot be listed is skipped, the others stay listable)
+    xattrs=P=K=HEX,..  mount succeeds; listxattr and getxattr of P succeed and give
+                       exactly these keys and values (`pzt-helper xattrs` format: a
+                       damaged xattr is skipped, the others stay readable)
     survive            mount may fail or succeed; if it succeeds the full walk
                        finishes (within the case's time limit)
 
 Every case also requires that the walk terminates, the module unloads at the
 end, and the console shows no oops/BUG/WARNING/KASAN/panic. The expectations
-come from the issues (4, 5, 6): a refused mount fails with a specific errno and
+come from the issues (4, 5, 6, 16): a refused mount fails with a specific errno and
 a message in dmesg; a bad chunk or a missing blob turns into EIO for that read;
 a whiteout answers "no such file"; corrupt metadata is EUCLEAN ("Structure
 needs cleaning") or EIO; cycles and bad names must not reach user space.
+Issue 16 bounds: a metadata blob listed twice is EUCLEAN; metadata blobs over
+256 MiB in total are EFBIG, refused from their sizes before any byte is read
+(so the case costs no time or memory); no symbolic link is followed below
+oci_root_dir (a blob, or the blobs directory, that is one is ELOOP, even when
+it points to the right bytes).
 """
 import hashlib
 import os
@@ -74,6 +82,7 @@ write("dir/sub/leaf", b"leaf\n")
 os.symlink("file-small", os.path.join(src, "link"))
 os.mknod(os.path.join(src, "chr"), 0o20644, os.makedev(1, 3))
 os.setxattr(os.path.join(src, "file-small"), "user.k", b"value")
+os.setxattr(os.path.join(src, "file-small"), "user.ok", b"kept")
 base = os.path.join(OUT, "base")
 for tag, opts in (("plain", []), ("zstd", ["-c"])):
     subprocess.run([PUZZLEFS, "-q", "build"] + opts + [src, os.path.join(base, tag), tag],
@@ -248,13 +257,44 @@ class Case:
 
     def replace_blob(self, digest, how):
         p = self.path(digest)
+        if how == "copy":
+            # A symlink to a file with the right bytes (so only the link is wrong).
+            os.rename(p, os.path.join(self.oci, "copy-" + digest))
+            os.symlink("../../copy-" + digest, p)
+            return
         os.unlink(p)
         if how == "dir":
             os.mkdir(p)
         elif how == "dangling":
             os.symlink("does-not-exist", p)
+        elif how == "to-dir":
+            os.symlink(".", p)
         else:
             raise ValueError(how)
+
+    def manifest_layers(self, digests):
+        """A manifest listing `digests` as its metadata layers: a new list
+        appended to the segment, each element a copy of the first layer
+        reference with its digest pointer aimed at bytes appended after it."""
+        m, lr = self.manifest, self.layer_ref
+        b = bytearray(m.b)
+        n, dw, pc = len(digests), lr.dw, lr.pc
+        tag = len(b)
+        b += bytes(8 * (1 + n * (dw + pc)))
+        struct.pack_into("<Q", b, tag, (n << 2) | (dw << 32) | (pc << 48))
+        for j, d in enumerate(digests):
+            at = len(b)
+            b += d + bytes(-len(d) % 8)
+            e = tag + 8 + 8 * (dw + pc) * j
+            b[e:e + 8 * dw] = m.b[lr.pos:lr.pos + 8 * dw]
+            pp = e + 8 * dw
+            off = (at - (pp + 8)) // 8
+            struct.pack_into("<Q", b, pp, 1 | ((off & 0x3FFFFFFF) << 2) | (2 << 32) | (len(d) << 35))
+        rp = self.mroot.pptr(0)
+        off = (tag - (rp + 8)) // 8
+        struct.pack_into("<Q", b, rp, 1 | ((off & 0x3FFFFFFF) << 2) | (7 << 32) | ((n * (dw + pc)) << 35))
+        struct.pack_into("<I", b, 4, (len(b) - 8) // 8)
+        return self.store(bytes(b))
 
     def commit_layer(self):
         """Store the changed layer and a manifest naming it; the manifest
@@ -363,6 +403,51 @@ c.done(c.mdigest, "mount=Is a directory|" + EUCLEAN + "|Invalid argument", "the 
 c = Case("layer-is-symlink")
 c.replace_blob(c.ldigest, "dangling")
 c.done(c.mdigest, "mount=" + ENOENT + "|" + ELOOP, "the metadata blob is a dangling symlink")
+# Issue 16: no symbolic link below oci_root_dir is followed, even to the right bytes.
+c = Case("layer-symlink-to-copy")
+c.replace_blob(c.ldigest, "copy")
+c.done(c.mdigest, "mount=" + ELOOP, "the metadata blob is a symlink to a file with its bytes")
+c = Case("manifest-symlink-to-copy")
+c.replace_blob(c.mdigest, "copy")
+c.done(c.mdigest, "mount=" + ELOOP, "the manifest blob is a symlink to a file with its bytes")
+c = Case("layer-symlink-to-dir")
+c.replace_blob(c.ldigest, "to-dir")
+c.done(c.mdigest, "mount=" + ELOOP, "the metadata blob is a symlink to a directory")
+c = Case("layer-blobs-dir-symlink")
+os.rename(os.path.join(c.oci, "blobs"), os.path.join(c.oci, "real-blobs"))
+os.symlink("real-blobs", os.path.join(c.oci, "blobs"))
+c.done(c.mdigest, "mount=" + ELOOP, "the blobs directory is a symlink (to the right blobs)")
+# Issue 16: bounds on the metadata of one mount, whatever the number of layers.
+c = Case("layer-listed-256")
+c.done(c.manifest_layers([bytes.fromhex(c.ldigest)] * 256), "mount=" + EUCLEAN,
+       "one metadata blob listed as all 256 layers (256 x its size)")
+c = Case("layer-listed-twice")
+c.done(c.manifest_layers([bytes.fromhex(c.ldigest)] * 2), "mount=" + EUCLEAN,
+       "one metadata blob listed as two layers")
+c = Case("layer-total-over-cap")
+# 180 names of one 1.5 MiB file (hard links: 1.5 MiB in the initramfs): 270 MiB in
+# total, over the 256 MiB bound; refused from the sizes before any is read.
+big = c.store(bytes(3 << 19), name="0" * 64)
+names = []
+for j in range(180):
+    d = hashlib.sha256(b"layer-total-over-cap %d" % j).hexdigest()
+    os.link(c.path(big), c.path(d))
+    names.append(bytes.fromhex(d))
+os.unlink(c.path(big))
+c.done(c.manifest_layers(names), "mount=File too large",
+       "180 metadata blobs of 1.5 MiB (270 MiB, over the 256 MiB total)")
+c = Case("layer-total-under-cap")
+# The same blob under 100 names (150 MiB, under the bound): every blob is sized,
+# then the first is read and hashed, and fails its digest.
+big = c.store(bytes(3 << 19), name="0" * 64)
+names = []
+for j in range(100):
+    d = hashlib.sha256(b"layer-total-under-cap %d" % j).hexdigest()
+    os.link(c.path(big), c.path(d))
+    names.append(bytes.fromhex(d))
+os.unlink(c.path(big))
+c.done(c.manifest_layers(names), "mount=Bad message",
+       "100 metadata blobs of 1.5 MiB under the total bound: read, then refused by digest")
 
 # --- metadata layer: framing and structure
 for name, mut, what in (
@@ -438,7 +523,8 @@ c.layer.m.put("<Q", c.layer.entry("dir", "aa").pos, 999999)
 c.done(c.commit_layer(), "walk=dir/aa=" + CORRUPT, "dir/aa names an ino no layer has")
 c = Case("d-ino-zero")
 c.layer.m.put("<Q", c.layer.entry("dir", "aa").pos, 0)
-c.done(c.commit_layer(), "walk=dir/aa=" + CORRUPT, "dir/aa names ino 0")
+c.done(c.commit_layer(), "listed=dir=ab,sub,x,xx",
+       "dir/aa names ino 0 (hidden: any stand-in number could be a real inode)")
 c = Case("d-entries-count")
 dd = c.layer.lookup("dir").child(0)
 k = c.layer.m.ptr(dd.pptr(0))
@@ -628,10 +714,25 @@ c.layer.m.put("<Q", ad.pptr(1), 0)
 c.done(c.commit_layer(), "walk=link=" + CORRUPT, "a symlink without a target")
 c = Case("i-xattr-oob")
 ad = c.layer.lookup("file-small").child(1)
-x = ad.items(0)[0]
+
+
+def xattr_key(x):
+    p, n = x.data(0)
+    return bytes(c.layer.m.b[p:p + n])
+
+
+x = next(x for x in ad.items(0) if xattr_key(x) == b"user.k")
 w = c.layer.m.u("<Q", x.pptr(1))
 c.layer.m.put("<Q", x.pptr(1), (w & ((1 << 35) - 1)) | ((1 << 28) << 35))
-c.done(c.commit_layer(), "walk=file-small=" + CORRUPT, "an xattr value running past the blob end")
+c.done(c.commit_layer(), "xattrs=file-small=user.ok=" + b"kept".hex(),
+       "an xattr value running past the blob end (skipped; the other xattr stays)")
+c = Case("i-xattr-key-nul")
+ad = c.layer.lookup("file-small").child(1)
+x = next(x for x in ad.items(0) if xattr_key(x) == b"user.k")
+p, n = x.data(0)
+c.layer.m.b[p + 2] = 0
+c.done(c.commit_layer(), "xattrs=file-small=user.ok=" + b"kept".hex(),
+       "an xattr key with a NUL byte (skipped; the other xattr stays)")
 c = Case("i-xattrs-count")
 k = c.layer.m.ptr(ad.pptr(0))
 t = c.layer.m.u("<Q", k[1] - 8)

@@ -17,6 +17,7 @@ use kernel::fs::{
 };
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
+use kernel::sched::cond_resched;
 use kernel::types::ARef;
 use puzzlefs_format::{Error as FormatError, InodeKind};
 
@@ -62,6 +63,10 @@ pub(crate) fn lookup(
 }
 
 /// Emits the entries of `dir` from the emitter's position on; position `2 + i` is entry `i`.
+///
+/// The position is any value a caller can `lseek` a directory to (0 to `i64::MAX`, see
+/// `generic_file_llseek`): positions past the last entry, including those past `u32::MAX + 2`
+/// that no entry index can reach, list nothing.
 pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> Result {
     let dir_ino = dir.ino();
     let Some(start) = emitter
@@ -73,8 +78,20 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
     };
     dir.super_block().data().with_layers(|blobs| {
         let d = blobs.find(dir_ino).and_then(|i| i.dir()).inode(dir_ino)?;
-        for (index, entry) in (start..).zip(d.entries_from(start)) {
-            let entry = match entry {
+        // A `Range` of indices, never a `RangeFrom`: it stops at the last entry instead of
+        // stepping past `u32::MAX`.
+        for index in start..d.len() {
+            // The entry count comes from the image: yield the CPU on long listings.
+            cond_resched();
+            let entry = match d.entry(index) {
+                // Inode number 0 is never valid (C libraries skip entries that have it), and
+                // any stand-in number could be a real inode of the image: hide the entry, as
+                // one with a bad name. Looking it up by name reports the damage (EUCLEAN).
+                Ok(entry) if entry.ino == 0 => {
+                    pr_err_ratelimited!("inode {}: entry {} skipped: inode 0\n", dir_ino, index);
+                    emitter.skip();
+                    continue;
+                }
                 Ok(entry) => entry,
                 // A name that cannot be listed (empty, too long, `.`, `..`, with a `/` or a
                 // NUL): `Dir::entry` fails with `Corrupt` for that and nothing else. Hide the
@@ -98,14 +115,7 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
                 // damage (EUCLEAN), so the rest of the directory stays readable.
                 Err(_) => InodeKind::Unknown,
             };
-            // Inode number 0 is never valid, and C libraries skip entries that have it: show
-            // the damaged entry under a stand-in number so that it is seen (and fails).
-            let d_ino = if entry.ino == 0 {
-                u64::from(u32::MAX)
-            } else {
-                entry.ino
-            };
-            if !emitter.emit(entry.name, d_ino, entry_type(kind)) {
+            if !emitter.emit(entry.name, entry.ino, entry_type(kind)) {
                 break;
             }
         }

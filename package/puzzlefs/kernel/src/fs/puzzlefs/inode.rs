@@ -78,7 +78,9 @@ pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<ARef<INode<Puz
         Lookup::New(new) => new,
     };
     let params = sb.data().with_layers(|blobs| match blobs.find(ino) {
-        Ok(inode) => params(&inode).inode(ino),
+        Ok(inode) => params(&inode)
+            .map(|p| sb.data().nlinks().apply(ino, p))
+            .inode(ino),
         Err(FormatError::Whiteout(_)) => Err(ENOENT),
         Err(e) => Err(inode_error(ino, e)),
     })?;

@@ -12,20 +12,30 @@
 //!   layers); or a blob is not a regular file.
 //! - `ENOENT` (or the errno of the lookup): `oci_root_dir` or a blob does not exist.
 //! - `EBADMSG`: the manifest or a metadata blob does not hash to its name.
-//! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, or the root is not a
-//!   directory; with `verity=on` or `require`, the manifest's `fsVerityData` cannot be read, has
-//!   an entry that is not a sha256 digest, two different digests for one blob, or more than
-//!   2^20 entries.
-//! - `EFBIG`: the manifest or a metadata blob is larger than this driver accepts.
+//! - `ELOOP`: a blob, or a directory on the way to it below `oci_root_dir`, is a symbolic link
+//!   (never followed: see `PrivateMount::open`).
+//! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, the manifest lists a
+//!   metadata blob twice, or the root is not a directory; with `verity=on` or `require`, the
+//!   manifest's `fsVerityData` cannot be read, has an entry that is not a sha256 digest, two
+//!   different digests for one blob, or more than 2^20 entries.
+//! - `EFBIG`: the manifest is larger than `MAX_MANIFEST_SIZE`, or the metadata blobs
+//!   together are larger than `MAX_METADATA_TOTAL` (checked from their sizes, before any is
+//!   read).
 //!
 //! With `verity=on` or `require`, a chunk blob that fails its check (see `blob.rs`: a digest
 //! other than the recorded one, no recorded digest, no fs-verity under `require`) is not a
 //! mount error: each read that needs it fails with `EIO` and a rate-limited log line naming it.
+//!
+//! Bounds: a mount holds at most `MAX_METADATA_TOTAL` bytes of metadata (plus the manifest,
+//! freed once parsed), whatever the number of layers; every read and hash runs in steps of at
+//! most 1 MiB with a `cond_resched()` between them, so that a mount of the largest image
+//! accepted takes long but never stalls a CPU.
 
 #![forbid(unsafe_code)]
 
 use crate::blob::{self, BlobCache, Verity};
 use crate::decompress::ChunkCache;
+use crate::nlink::Nlinks;
 use crate::PuzzleFs;
 use core::fmt;
 use kernel::fs::{
@@ -36,6 +46,7 @@ use kernel::fs::{
 };
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
+use kernel::sched::cond_resched;
 use kernel::sha256;
 use kernel::str::CString;
 use kernel::sync::{Arc, Mutex};
@@ -49,10 +60,19 @@ pub(crate) const PUZZLEFS_MAGIC: u32 = 0x505a_4653;
 
 /// Largest manifest blob accepted.
 const MAX_MANIFEST_SIZE: usize = 16 << 20;
-/// Largest metadata blob accepted.
-const MAX_METADATA_SIZE: usize = 512 << 20;
+/// Largest total size of the metadata blobs of one image (all layers together).
+///
+/// The metadata stays in kernel memory (kvmalloc, not swappable) for as long as the image is
+/// mounted, so the bound is on the sum, not per layer (256 layers of a per-layer bound would
+/// be no bound). 256 MiB is a quarter of the appliance's RAM, and room for about 1.7 million
+/// inodes: 85 times the largest metadata in the corpus (2.9 MiB for 20 000 files in one
+/// directory, about 150 bytes an inode; the 48 MB Debian tree's is 0.2 MiB). It is also what
+/// one mount may cost in reading and hashing, in preemptible 1 MiB steps.
+const MAX_METADATA_TOTAL: usize = 256 << 20;
 /// Most metadata layers accepted.
 const MAX_LAYERS: usize = 256;
+/// Bytes hashed between two `cond_resched()` calls.
+const HASH_STEP: usize = 1 << 20;
 
 /// The mount options.
 #[derive(Default)]
@@ -88,6 +108,8 @@ pub(crate) struct Info {
     pub(crate) chunks: Arc<Mutex<ChunkCache>>,
     max_ino: u64,
     metadata_bytes: u64,
+    /// Link counts above 1 (see `nlink`).
+    nlinks: Nlinks,
 }
 
 impl Info {
@@ -119,6 +141,11 @@ impl Info {
         }
         let layers = Layers(layers);
         f(&layers)
+    }
+
+    /// The link counts of the image's inodes.
+    pub(crate) fn nlinks(&self) -> &Nlinks {
+        &self.nlinks
     }
 
     /// Opens chunk blob `digest` of the image directory (or finds it open).
@@ -178,24 +205,43 @@ pub(crate) fn parse_param(
     Ok(())
 }
 
-/// Opens blob `digest` and reads it whole (manifest and metadata only), checking its sha256.
-fn read_verified_blob(
+/// Opens blob `digest` (a regular file, reached without following any symbolic link).
+fn open_blob(
     fc: &FsContext,
     mount: &PrivateMount,
     dir: &CStr,
     what: &str,
     digest: &Digest,
-    max: usize,
-) -> Result<KVVec<u8>> {
-    let hex = HexDigest(digest);
-    let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", hex))?;
-    let file = mount.open(&path).map_err(|e| {
+) -> Result<RegularFile> {
+    let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", HexDigest(digest)))?;
+    mount.open(&path).map_err(|e| {
+        let why = if e.to_errno() == -(kernel::bindings::ELOOP as i32) {
+            " (a symbolic link: blobs must be regular files)"
+        } else if e == EINVAL {
+            " (not a regular file)"
+        } else {
+            ""
+        };
         error(
             fc,
             e,
-            format_args!("cannot open {} blob {}/{}: {:?}", what, dir, &*path, e),
+            format_args!(
+                "cannot open {} blob {}/{}: {:?}{}",
+                what, dir, &*path, e, why
+            ),
         )
-    })?;
+    })
+}
+
+/// Reads an open blob whole (manifest and metadata only) and checks its sha256, in steps.
+fn read_verified(
+    fc: &FsContext,
+    file: &RegularFile,
+    what: &str,
+    digest: &Digest,
+    max: usize,
+) -> Result<KVVec<u8>> {
+    let hex = HexDigest(digest);
     let bytes = file.read_to_vec(max).map_err(|e| {
         error(
             fc,
@@ -206,7 +252,12 @@ fn read_verified_blob(
             ),
         )
     })?;
-    let actual = sha256::digest(&bytes)?;
+    let mut hash = sha256::Sha256::new();
+    for step in bytes.chunks(HASH_STEP) {
+        hash.update(step);
+        cond_resched();
+    }
+    let actual = hash.finish();
     if actual != *digest {
         return Err(error(
             fc,
@@ -257,14 +308,15 @@ pub(crate) fn fill_super(
             ),
         )
     })?;
-    let manifest_bytes = read_verified_blob(
+    let manifest_file = open_blob(fc, &mount, &dir, "manifest", &manifest_digest)?;
+    let manifest_bytes = read_verified(
         fc,
-        &mount,
-        &dir,
+        &manifest_file,
         "manifest",
         &manifest_digest,
         MAX_MANIFEST_SIZE,
     )?;
+    drop(manifest_file);
     let hex = HexDigest(&manifest_digest);
     let manifest = Manifest::parse(&manifest_bytes).map_err(|e| match e {
         puzzlefs_format::Error::BadVersion(v) => error(
@@ -294,32 +346,64 @@ pub(crate) fn fill_super(
         ));
     }
 
-    let mut layers = KVec::with_capacity(count, GFP_KERNEL)?;
-    let (mut max_ino, mut metadata_bytes) = (0u64, 0u64);
+    // First every blob is opened and sized, so that duplicates and an oversized total are
+    // refused before any memory is allocated for them or any byte read.
+    let mut blobs: KVec<(Digest, RegularFile)> = KVec::with_capacity(count, GFP_KERNEL)?;
+    let mut total = 0usize;
     for blob in manifest
         .layers()
         .map_err(|e| error(fc, EUCLEAN, format_args!("manifest {}: {}", hex, e)))?
     {
+        cond_resched();
         let blob = blob.map_err(|e| error(fc, EUCLEAN, format_args!("manifest {}: {}", hex, e)))?;
+        let blob_hex = HexDigest(&blob.digest);
         if blob.compressed || blob.offset != 0 {
             return Err(error(
                 fc,
                 EUCLEAN,
                 format_args!(
                     "manifest {}: metadata blob {} is compressed or at an offset",
-                    hex,
-                    HexDigest(&blob.digest)
+                    hex, blob_hex
                 ),
             ));
         }
-        let bytes = read_verified_blob(
-            fc,
-            &mount,
-            &dir,
-            "metadata",
-            &blob.digest,
-            MAX_METADATA_SIZE,
-        )?;
+        // At most `MAX_LAYERS` (256) blobs: the quadratic check is at most 32640 comparisons.
+        if blobs.iter().any(|(d, _)| *d == blob.digest) {
+            return Err(error(
+                fc,
+                EUCLEAN,
+                format_args!(
+                    "manifest {}: metadata blob {} is listed more than once",
+                    hex, blob_hex
+                ),
+            ));
+        }
+        let file = open_blob(fc, &mount, &dir, "metadata", &blob.digest)?;
+        let size = file.size().ok().and_then(|s| usize::try_from(s).ok());
+        let Some(new_total) = size
+            .and_then(|s| total.checked_add(s))
+            .filter(|t| *t <= MAX_METADATA_TOTAL)
+        else {
+            return Err(error(
+                fc,
+                EFBIG,
+                format_args!(
+                    "manifest {}: metadata blobs larger than {} bytes in total (at blob {})",
+                    hex, MAX_METADATA_TOTAL, blob_hex
+                ),
+            ));
+        };
+        total = new_total;
+        blobs.push((blob.digest, file), GFP_KERNEL)?;
+    }
+
+    let mut layers = KVec::with_capacity(count, GFP_KERNEL)?;
+    let (mut max_ino, mut metadata_bytes) = (0u64, 0u64);
+    for (digest, file) in &blobs {
+        // The total of the sizes read at open is checked above; a blob that grew since then is
+        // held to what is left of it.
+        let left = MAX_METADATA_TOTAL.saturating_sub(usize::try_from(metadata_bytes)?);
+        let bytes = read_verified(fc, file, "metadata", digest, left)?;
         {
             let parsed = MetadataBlob::parse(&bytes).and_then(|m| {
                 let layer = m.layer()?;
@@ -329,7 +413,7 @@ pub(crate) fn fill_super(
                 error(
                     fc,
                     EUCLEAN,
-                    format_args!("metadata blob {}: {}", HexDigest(&blob.digest), e),
+                    format_args!("metadata blob {}: {}", HexDigest(digest), e),
                 )
             })?;
             max_ino = max_ino.max(top);
@@ -337,6 +421,8 @@ pub(crate) fn fill_super(
         metadata_bytes = metadata_bytes.saturating_add(bytes.len() as u64);
         layers.push(bytes, GFP_KERNEL)?;
     }
+    drop(blobs);
+    let nlinks = Nlinks::count(&layers);
 
     let info = Info {
         blobs: Arc::pin_init(BlobCache::new(), GFP_KERNEL)?,
@@ -348,6 +434,7 @@ pub(crate) fn fill_super(
         chunks: Arc::pin_init(ChunkCache::new(), GFP_KERNEL)?,
         max_ino,
         metadata_bytes,
+        nlinks,
     };
     let root_kind = info.with_layers(|blobs| {
         let root = blobs.find(puzzlefs_format::ROOT_INO).and_then(|i| i.kind());

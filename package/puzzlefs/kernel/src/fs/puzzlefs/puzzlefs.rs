@@ -56,6 +56,7 @@ mod dir;
 mod error;
 mod inode;
 mod mount;
+mod nlink;
 mod xattr;
 
 module! {

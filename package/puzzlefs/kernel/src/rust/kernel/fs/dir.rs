@@ -47,6 +47,13 @@ pub struct DirEmitter<'a> {
 
 impl DirEmitter<'_> {
     /// The position of the next entry to emit.
+    ///
+    /// Any user can set it with `lseek` on the directory: directories here use
+    /// `generic_file_llseek`, which takes any value from 0 to the super block's `s_maxbytes`
+    /// (`i64::MAX`) and refuses negative ones. It is 2 or more when `read_dir` is called
+    /// (`.` and `..` are emitted here), and it need not be a position this file system ever
+    /// gave out: a file system must treat it as untrusted (checked arithmetic, no
+    /// `RangeFrom` iteration from it) and list nothing from a position past its last entry.
     pub fn pos(&self) -> i64 {
         // SAFETY: `ctx` is valid by the type invariant.
         unsafe { (*self.ctx).pos }

@@ -13,6 +13,7 @@
 use crate::bindings;
 use crate::error::{from_err_ptr, to_result};
 use crate::prelude::*;
+use crate::sched::cond_resched;
 use core::ptr::NonNull;
 
 /// A private clone of the mount of a directory, with the credentials of who cloned it.
@@ -66,11 +67,14 @@ impl PrivateMount {
     }
 
     /// Opens the regular file at `path`, relative to the root of the mount (which also acts
-    /// as its root directory: `..` and absolute symbolic links cannot leave it).
+    /// as its root directory: `..` cannot leave it).
     ///
-    /// The path is looked up, checked and opened with the credentials of the mounter. Anything
-    /// but a regular file is refused with [`EINVAL`] before it is opened: a fifo or a device
-    /// node at `path` is never opened, so it can neither block nor have side effects.
+    /// The path is looked up, checked and opened with the credentials of the mounter. No
+    /// symbolic link is followed, at any component ([`ELOOP`]): the files are named by
+    /// whoever wrote the directory, and a link would let them show the mounter's files
+    /// elsewhere below the mount (or, through `/proc` magic links, anywhere). Anything but a
+    /// regular file is refused with [`EINVAL`] before it is opened: a fifo or a device node at
+    /// `path` is never opened, so it can neither block nor have side effects.
     pub fn open(&self, path: &CStr) -> Result<RegularFile> {
         // SAFETY: The credentials are alive by the type invariant, until after the guard is
         // dropped at the end of this function, on this task.
@@ -86,7 +90,9 @@ impl PrivateMount {
                 (*self.mnt.as_ptr()).mnt_root,
                 self.mnt.as_ptr(),
                 path.as_char_ptr(),
-                bindings::LOOKUP_FOLLOW,
+                // FOLLOW makes a trailing symlink one to follow, which NO_SYMLINKS then
+                // refuses with ELOOP (without FOLLOW the link itself would be returned).
+                bindings::LOOKUP_FOLLOW | bindings::LOOKUP_NO_SYMLINKS,
                 &mut found,
             )
         })?;
@@ -266,24 +272,36 @@ impl RegularFile {
 
     /// Reads the whole file into a new buffer; it must not be larger than `max` bytes
     /// ([`EFBIG`]). The buffer is at least 8-byte aligned (it comes from `kvmalloc`).
+    ///
+    /// The buffer is zero-filled, then read into, in steps of [`READ_STEP`] bytes with a
+    /// [`cond_resched`] between steps: `max` may be hundreds of MiB, and a kernel without full
+    /// preemption must not spend seconds in one loop. A file that changes size meanwhile is
+    /// read up to the size it had first (reaching its end earlier is [`EIO`]).
     pub fn read_to_vec(&self, max: usize) -> Result<KVVec<u8>> {
         let size: usize = self.size()?.try_into().map_err(|_| EFBIG)?;
         if size > max {
             return Err(EFBIG);
         }
         let mut v = KVVec::with_capacity(size, GFP_KERNEL)?;
-        let spare = &mut v.spare_capacity_mut()[..size];
-        // SAFETY: `MaybeUninit<u8>` and `u8` have the same layout, and `read_exact_at` only
-        // writes to the slice; bytes are initialised once it succeeds.
-        let buf = unsafe { core::slice::from_raw_parts_mut(spare.as_mut_ptr().cast::<u8>(), size) };
-        // Zero first so that no uninitialised byte is ever exposed, even on error paths.
-        buf.fill(0);
-        self.read_exact_at(buf, 0)?;
-        // SAFETY: The first `size` bytes were initialised above.
-        unsafe { v.set_len(size) };
+        // Initialised before any `&mut [u8]` is made over it: never a slice of uninitialised
+        // bytes. The capacity is there, so this does not allocate again.
+        while v.len() < size {
+            let n = (size - v.len()).min(READ_STEP);
+            v.extend_with(n, 0, GFP_KERNEL)?;
+            cond_resched();
+        }
+        let mut pos = 0u64;
+        for step in v.chunks_mut(READ_STEP) {
+            self.read_exact_at(step, pos)?;
+            pos = pos.checked_add(step.len() as u64).ok_or(EOVERFLOW)?;
+            cond_resched();
+        }
         Ok(v)
     }
 }
+
+/// Bytes [`RegularFile::read_to_vec`] zeroes or reads between two [`cond_resched`] calls.
+pub const READ_STEP: usize = 1 << 20;
 
 impl Drop for RegularFile {
     fn drop(&mut self) {

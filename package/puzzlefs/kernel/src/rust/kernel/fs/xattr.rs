@@ -20,6 +20,14 @@ pub const NAME_MAX: usize = 255;
 
 const PREFIXES: [&[u8]; 3] = [b"user.", b"trusted.", b"security."];
 
+/// Whether `name` can be an attribute name at all: 1 to [`NAME_MAX`] bytes, no NUL.
+///
+/// [`XattrList::add`] refuses other names with [`EINVAL`], which fails the whole `listxattr`:
+/// a file system that reads names from untrusted data checks them first and skips bad ones.
+pub fn is_valid_name(name: &[u8]) -> bool {
+    !name.is_empty() && name.len() <= NAME_MAX && !name.contains(&0)
+}
+
 /// The buffer of a `listxattr` call: NUL-separated names.
 ///
 /// # Invariants
@@ -37,9 +45,10 @@ impl XattrList<'_> {
     /// Adds `name` (full name, with its namespace prefix) to the list.
     ///
     /// Names of namespaces that are not served, or that the caller may not see, are skipped;
-    /// a list that does not fit in the caller's buffer is [`ERANGE`].
+    /// a list that does not fit in the caller's buffer is [`ERANGE`]; a name that fails
+    /// [`is_valid_name`] is [`EINVAL`].
     pub fn add(&mut self, name: &[u8]) -> Result {
-        if name.is_empty() || name.len() > NAME_MAX || name.contains(&0) {
+        if !is_valid_name(name) {
             return Err(EINVAL);
         }
         if !PREFIXES
