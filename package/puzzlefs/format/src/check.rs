@@ -27,7 +27,7 @@ pub fn check_layers(layers: &[Layer<'_>]) -> Result<CheckStats> {
     let mut st = CheckStats::default();
     for layer in layers {
         let mut prev: Option<u64> = None;
-        for inode in layer.inodes() {
+        for (idx, inode) in (0u32..).zip(layer.inodes()) {
             st.inodes = st.inodes.saturating_add(1);
             let ino = inode.ino();
             if prev.is_some_and(|p| p >= ino) {
@@ -36,6 +36,15 @@ pub fn check_layers(layers: &[Layer<'_>]) -> Result<CheckStats> {
                 });
             }
             prev = Some(ino);
+            // Readers keep an inode's position (find_pos, then inode_at).
+            match layer.find_pos(ino)? {
+                Some((pos, found)) if pos == idx && found.ino() == ino => {}
+                _ => {
+                    return Err(Error::Corrupt {
+                        what: "inode not found at its position",
+                    })
+                }
+            }
             let kind = inode.kind()?;
             inode.mode()?;
             inode.rdev()?;
@@ -89,8 +98,31 @@ pub fn check_layers(layers: &[Layer<'_>]) -> Result<CheckStats> {
                             what: "file pieces do not add up to its size",
                         });
                     }
-                    // A range in the middle, resumed from a hint.
+                    // The chunk-start index readers build: the walk sums as size() does,
+                    // and mapping from the last indexed chunk at or before an offset
+                    // gives the pieces mapping from chunk 0 gives.
                     let mid = size / 2;
+                    let mut from = (0u32, 0u64);
+                    let walked = file.for_each_chunk(|i, start, _| {
+                        if i % 16 == 0 && start <= mid {
+                            from = (i, start);
+                        }
+                        Ok(())
+                    })?;
+                    if walked != size {
+                        return Err(Error::Corrupt {
+                            what: "chunk walk and file size differ",
+                        });
+                    }
+                    if !file
+                        .map(mid, 70_000)?
+                        .eq(file.map_from(from.0, from.1, mid, 70_000)?)
+                    {
+                        return Err(Error::Corrupt {
+                            what: "mapping from a chunk index differs",
+                        });
+                    }
+                    // A range in the middle, resumed from a hint.
                     let mut hint = (0u32, 0u64);
                     for p in file.map(mid, 1 << 20)? {
                         let p = p?;

@@ -104,6 +104,13 @@ impl<'m> Dir<'m> {
         Ok(None)
     }
 
+    /// Name of entry `index`, not validated (for sorting and searching; use
+    /// [`Dir::entry`] to return an entry).
+    pub fn entry_name(&self, index: u32) -> Result<&'m [u8]> {
+        let r = self.entries.try_get(index).ok_or(Error::Bounds)?;
+        Ok(r.get_name()?)
+    }
+
     /// Looks `name` up: binary search first; when that misses, a linear scan
     /// so that directories written unsorted (some builders list whiteouts
     /// first) still answer correctly. Use [`Dir::is_sorted`] once and then

@@ -112,6 +112,24 @@ impl<'m> File<'m> {
         Ok(total)
     }
 
+    /// Calls `f(i, start, len)` for every chunk `i` in order, with the file
+    /// offset `start` where it begins and its length, and returns the file
+    /// size. Reads every chunk length once, without decoding blob references;
+    /// sums are checked as in [`File::size`]. A reader can keep some of the
+    /// `(i, start)` pairs as an index for [`File::map_from`].
+    pub fn for_each_chunk(&self, mut f: impl FnMut(u32, u64, u64) -> Result<()>) -> Result<u64> {
+        let mut total: u64 = 0;
+        for (i, r) in (0u32..).zip(self.chunks.iter()) {
+            let len = r.get_len();
+            f(i, total, len)?;
+            total = total.checked_add(len).ok_or(Error::Overflow)?;
+            if total > MAX_FILE_SIZE {
+                return Err(Error::Overflow);
+            }
+        }
+        Ok(total)
+    }
+
     /// Maps the file bytes `[off, off + len)` to the pieces of chunks that
     /// hold them, in file order. The range is clipped at end of file; an
     /// empty or past-the-end range yields nothing.
@@ -121,9 +139,12 @@ impl<'m> File<'m> {
 
     /// Like [`File::map`] but starts scanning the chunk list at chunk
     /// `chunk_index`, which starts at file offset `chunk_file_offset` (both
-    /// from a [`Piece`] of an earlier mapping of this file), so that reading
-    /// a file sequentially does not rescan the list. A hint past `off` is
-    /// ignored.
+    /// from a [`Piece`] of an earlier mapping of this file, or from an index
+    /// of chunk offsets built with [`File::for_each_chunk`]), so
+    /// that reading a file does not rescan the list from chunk 0 for every
+    /// range: the cost is the number of chunks between the hint and `off`
+    /// plus the pieces mapped. A hint past `off` is ignored (the scan starts
+    /// at chunk 0). A wrong hint yields wrong pieces, never a panic.
     pub fn map_from(
         &self,
         chunk_index: u32,

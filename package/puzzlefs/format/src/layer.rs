@@ -65,13 +65,19 @@ impl<'m> Layer<'m> {
     /// when it is a whiteout. If the layer is not sorted the answer may be a
     /// false "absent" but never a wrong inode.
     pub fn find(&self, ino: u64) -> Result<Option<Inode<'m>>> {
+        Ok(self.find_pos(ino)?.map(|(_, inode)| inode))
+    }
+
+    /// [`Layer::find`], also returning the position of the inode in the layer
+    /// (for [`Layer::inode_at`], so that a reader can keep where an inode is).
+    pub fn find_pos(&self, ino: u64) -> Result<Option<(u32, Inode<'m>)>> {
         let (mut lo, mut hi) = (0u32, self.inodes.len());
         while lo < hi {
             let mid = crate::mid(lo, hi);
             let candidate = self.inode_at(mid)?;
             let at = candidate.ino();
             if at == ino {
-                return Ok(Some(candidate));
+                return Ok(Some((mid, candidate)));
             }
             if at < ino {
                 lo = mid.checked_add(1).ok_or(Error::Overflow)?;

@@ -23,7 +23,7 @@ use puzzlefs_format::{Digest, HexDigest};
 /// Largest compressed chunk blob accepted.
 const MAX_COMPRESSED: usize = 16 << 20;
 /// Largest decompressed chunk accepted.
-const MAX_CHUNK: usize = 4 << 20;
+pub(crate) const MAX_CHUNK: usize = 4 << 20;
 /// Number of cached chunks.
 const SLOTS: usize = 32;
 /// Bytes of decompressed chunks kept per mount.
@@ -126,6 +126,8 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
         pr_err_ratelimited!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
         EIO
     })?;
+    // Only the decompressed bytes are used from now on (cached here and in the file's pages).
+    file.drop_cached(0, u64::MAX);
     let idle = info.chunks.lock().take_decompressor();
     let mut decompressor = match idle {
         Some(d) => d,

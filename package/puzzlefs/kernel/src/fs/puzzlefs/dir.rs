@@ -9,17 +9,16 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{inode_error, ResultExt};
-use crate::inode::iget;
+use crate::inode::{iget, DirOrder, Extra};
 use crate::PuzzleFs;
 use kernel::fs::{
     dir::{DirEmitter, DirEntryType},
-    inode::INode,
+    inode::{INode, INodeRef},
 };
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sched::cond_resched;
-use kernel::types::ARef;
-use puzzlefs_format::{Error as FormatError, InodeKind};
+use puzzlefs_format::{Dir, Error as FormatError, InodeKind};
 
 /// Longest name an entry can have.
 const NAME_MAX: usize = 255;
@@ -37,19 +36,51 @@ fn entry_type(kind: InodeKind) -> DirEntryType {
     }
 }
 
+/// Entry index `k` of `dir` in name order.
+fn nth_in_order(order: &DirOrder, k: u32) -> Result<u32, FormatError> {
+    match order {
+        DirOrder::Index(order) => order.get(k as usize).copied().ok_or(FormatError::Bounds),
+        _ => Ok(k),
+    }
+}
+
+/// Binary search for `name` (the first entry of that name in name order): never a scan, so a
+/// miss costs what a hit does.
+fn search(dir: &Dir<'_>, order: &DirOrder, name: &[u8]) -> Result<Option<u64>, FormatError> {
+    let (mut lo, mut hi) = (0u32, dir.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if dir.entry_name(nth_in_order(order, mid)?)? < name {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    if lo == dir.len() {
+        return Ok(None);
+    }
+    let entry = dir.entry(nth_in_order(order, lo)?)?;
+    Ok((entry.name == name).then_some(entry.ino))
+}
+
 /// Looks `name` up in `parent`.
-pub(crate) fn lookup(
-    parent: &INode<PuzzleFs>,
-    name: &[u8],
-) -> Result<Option<ARef<INode<PuzzleFs>>>> {
+pub(crate) fn lookup(parent: &INode<PuzzleFs>, name: &[u8]) -> Result<Option<INodeRef<PuzzleFs>>> {
     if name.len() > NAME_MAX {
         return Err(ENAMETOOLONG);
     }
     let sb = parent.super_block();
     let dir_ino = parent.ino();
-    let ino = sb.data().with_layers(|blobs| {
-        let dir = blobs.find(dir_ino).and_then(|i| i.dir()).inode(dir_ino)?;
-        Ok(dir.lookup(name).inode(dir_ino)?.map(|e| e.ino))
+    let data = parent.data();
+    let Extra::Dir(order) = &data.extra else {
+        return Err(ENOTDIR);
+    };
+    if let DirOrder::Damaged = order {
+        pr_err_ratelimited!("inode {}: directory with an unreadable name\n", dir_ino);
+        return Err(EUCLEAN);
+    }
+    let ino = sb.data().with_inode(dir_ino, data.layer, data.pos, |i| {
+        let dir = i.dir().inode(dir_ino)?;
+        search(&dir, order, name).inode(dir_ino)
     })?;
     let Some(ino) = ino else {
         return Ok(None);

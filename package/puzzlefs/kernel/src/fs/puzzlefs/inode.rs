@@ -7,13 +7,128 @@
 use crate::error::{inode_error, ResultExt};
 use crate::PuzzleFs;
 use kernel::fs::{
-    inode::{INode, Lookup, Params, Type},
+    inode::{INodeRef, Lookup, Params, Type},
     sb::SuperBlock,
 };
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
-use kernel::types::ARef;
-use puzzlefs_format::{Error as FormatError, Inode, InodeKind};
+use puzzlefs_format::{Dir, Error as FormatError, Inode, InodeKind};
+
+/// One file offset of a chunk start is kept per this many chunks ([`InodeData`]).
+pub(crate) const CHUNK_STRIDE: u32 = 16;
+/// Largest unsorted directory whose name order is built (the entries are sorted in memory).
+const MAX_UNSORTED_ENTRIES: u32 = 1 << 20;
+
+/// How a directory's entries are searched by name.
+pub(crate) enum DirOrder {
+    /// Stored sorted by name (strictly: no duplicates), as the format requires: binary search.
+    Sorted,
+    /// Stored unsorted (the other implementation writes whiteout entries first in the
+    /// directories of a delta layer): entry indices in name order (ties in stored order),
+    /// built once when the inode is made.
+    Index(KVVec<u32>),
+    /// The entry list or a name could not be read when the order was checked: lookups fail
+    /// with `EUCLEAN` (readdir still lists what it can).
+    Damaged,
+}
+
+/// What an inode's operations need beyond the VFS inode, found once when the inode is made.
+pub(crate) enum Extra {
+    /// Regular file: `starts[k]` is the file offset of chunk `k * CHUNK_STRIDE`, so mapping a
+    /// folio is a binary search plus fewer than `CHUNK_STRIDE` chunk steps.
+    File { starts: KVVec<u64> },
+    /// Directory.
+    Dir(DirOrder),
+    /// Anything else.
+    Other,
+}
+
+/// The per-inode data of puzzlefs: where the inode is in the metadata, so that no operation
+/// searches the layers again, and [`Extra`].
+pub(crate) struct InodeData {
+    /// Index of the layer holding the inode (top first).
+    pub(crate) layer: u32,
+    /// Position of the inode in that layer.
+    pub(crate) pos: u32,
+    pub(crate) extra: Extra,
+}
+
+/// Builds the chunk-start index of a regular file; fails on a zero-length chunk (the format's
+/// writers never make one, and a list of them would let one folio walk without bound).
+fn chunk_starts(inode: &Inode<'_>) -> Result<KVVec<u64>> {
+    let ino = inode.ino();
+    let file = inode.file().inode(ino)?;
+    let count = file.chunk_count();
+    let mut starts = KVVec::with_capacity((count / CHUNK_STRIDE + 1) as usize, GFP_KERNEL)?;
+    let mut alloc = Ok(());
+    let walked = file.for_each_chunk(|i, start, len| {
+        if len == 0 {
+            return Err(FormatError::Corrupt {
+                what: "zero-length chunk",
+            });
+        }
+        if i % CHUNK_STRIDE == 0 {
+            // Capacity was reserved above; a failure is kept and reported below.
+            if let Err(e) = starts.push(start, GFP_KERNEL) {
+                alloc = Err(e);
+            }
+        }
+        Ok(())
+    });
+    walked.inode(ino)?;
+    alloc?;
+    Ok(starts)
+}
+
+/// Checks a directory's name order (see [`DirOrder`]).
+fn dir_order(dir: &Dir<'_>) -> Result<DirOrder> {
+    match dir.is_sorted() {
+        Ok(true) => return Ok(DirOrder::Sorted),
+        Ok(false) => {}
+        Err(_) => return Ok(DirOrder::Damaged),
+    }
+    let n = dir.len();
+    if n > MAX_UNSORTED_ENTRIES {
+        pr_err_ratelimited!(
+            "inode {}: unsorted directory of {} entries (at most {} accepted)\n",
+            dir.ino(),
+            n,
+            MAX_UNSORTED_ENTRIES
+        );
+        return Err(EUCLEAN);
+    }
+    let mut names = KVVec::with_capacity(n as usize, GFP_KERNEL)?;
+    for i in 0..n {
+        let Ok(name) = dir.entry_name(i) else {
+            return Ok(DirOrder::Damaged);
+        };
+        names.push((name, i), GFP_KERNEL)?;
+    }
+    // (name, index) pairs are distinct: an unstable sort gives the stable order.
+    names.sort_unstable();
+    let mut order = KVVec::with_capacity(n as usize, GFP_KERNEL)?;
+    for (_, i) in names.iter() {
+        order.push(*i, GFP_KERNEL)?;
+    }
+    Ok(DirOrder::Index(order))
+}
+
+/// The per-inode data of `inode`, at position `pos` of layer `layer`.
+fn inode_data(layer: u32, pos: u32, inode: &Inode<'_>) -> Result<InodeData> {
+    let extra = match inode.kind().inode(inode.ino())? {
+        InodeKind::File => Extra::File {
+            starts: chunk_starts(inode)?,
+        },
+        // A directory whose entry list cannot be read is still made (as before this check
+        // existed): readdir and lookups then report the damage.
+        InodeKind::Dir => Extra::Dir(match inode.dir() {
+            Ok(dir) => dir_order(&dir)?,
+            Err(_) => DirOrder::Damaged,
+        }),
+        _ => Extra::Other,
+    };
+    Ok(InodeData { layer, pos, extra })
+}
 
 /// The VFS description of a metadata inode.
 ///
@@ -72,19 +187,23 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
 /// The metadata is read only for an inode not yet cached. A whiteout is `ENOENT` (the name is
 /// hidden); a missing inode (a dangling directory entry) or damaged metadata is `EUCLEAN`. A new
 /// inode that cannot be described is dropped unused, which marks it bad (`iget_failed`).
-pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<ARef<INode<PuzzleFs>>> {
+pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<INodeRef<PuzzleFs>> {
     let new = match sb.get_or_create_inode(ino)? {
         Lookup::Cached(inode) => return Ok(inode),
         Lookup::New(new) => new,
     };
-    let params = sb.data().with_layers(|blobs| match blobs.find(ino) {
-        Ok(inode) => params(&inode)
+    let found = sb.data().find_inode(ino, |layer, pos, inode| {
+        let params = params(&inode)
             .map(|p| sb.data().nlinks().apply(ino, p))
-            .inode(ino),
-        Err(FormatError::Whiteout(_)) => Err(ENOENT),
-        Err(e) => Err(inode_error(ino, e)),
+            .inode(ino)?;
+        Ok((params, inode_data(layer, pos, &inode)?))
     })?;
-    new.init(params).map_err(|e| {
+    let (params, data) = match found {
+        Ok(found) => found,
+        Err(FormatError::Whiteout(_)) => return Err(ENOENT),
+        Err(e) => return Err(inode_error(ino, e)),
+    };
+    new.init(params, data).map_err(|e| {
         pr_err_ratelimited!("inode {}: cannot be described to the VFS: {:?}\n", ino, e);
         EUCLEAN
     })

@@ -51,8 +51,8 @@ use kernel::sha256;
 use kernel::str::CString;
 use kernel::sync::{Arc, Mutex};
 use puzzlefs_format::{
-    find_inode, parse_hex_digest, Digest, HexDigest, Inode, InodeKind, Layer, Manifest,
-    MetadataBlob,
+    find_inode, parse_hex_digest, Digest, Error as FormatError, HexDigest, Inode, InodeKind, Layer,
+    Manifest, MetadataBlob,
 };
 
 /// Magic number reported by `statfs` ("PZFS").
@@ -146,6 +146,66 @@ impl Info {
     /// The link counts of the image's inodes.
     pub(crate) fn nlinks(&self) -> &Nlinks {
         &self.nlinks
+    }
+
+    /// Finds inode `ino` (the top-most layer holding it wins, as in `find_inode`) and runs `f`
+    /// on it with its layer index and position there (what [`Info::with_inode`] takes).
+    ///
+    /// Layers are parsed one at a time, without allocating, until one holds the inode; each
+    /// gets a fresh read budget (see [`Info::with_layers`]). A whiteout is
+    /// [`FormatError::Whiteout`], an inode no layer holds [`FormatError::InodeNotFound`].
+    pub(crate) fn find_inode<R>(
+        &self,
+        ino: u64,
+        f: impl for<'a> FnOnce(u32, u32, Inode<'a>) -> Result<R>,
+    ) -> Result<core::result::Result<R, FormatError>> {
+        let mut f = Some(f);
+        for (i, bytes) in (0u32..).zip(self.layers.iter()) {
+            let found = MetadataBlob::parse(bytes).and_then(|blob| {
+                let found = blob.layer()?.find_pos(ino)?;
+                match found {
+                    Some((_, inode)) if inode.kind()? == InodeKind::Wht => {
+                        Err(FormatError::Whiteout(ino))
+                    }
+                    Some((pos, inode)) => Ok(f.take().map(|f| f(i, pos, inode))),
+                    None => Ok(None),
+                }
+            });
+            match found {
+                Ok(Some(r)) => return r.map(Ok),
+                Ok(None) => {}
+                Err(e) => return Ok(Err(e)),
+            }
+        }
+        Ok(Err(FormatError::InodeNotFound(ino)))
+    }
+
+    /// Runs `f` on inode `ino`, which [`Info::find_inode`] found at position `pos` of layer
+    /// `layer`: only that layer is parsed (its segment table), with a fresh read budget.
+    pub(crate) fn with_inode<R>(
+        &self,
+        ino: u64,
+        layer: u32,
+        pos: u32,
+        f: impl for<'a> FnOnce(Inode<'a>) -> Result<R>,
+    ) -> Result<R> {
+        let bytes = usize::try_from(layer)
+            .ok()
+            .and_then(|l| self.layers.get(l))
+            .ok_or(EINVAL)?;
+        let inode = MetadataBlob::parse(bytes).and_then(|blob| {
+            let inode = blob.layer()?.inode_at(pos)?;
+            if inode.ino() != ino {
+                return Err(FormatError::Corrupt {
+                    what: "inode moved in its layer",
+                });
+            }
+            Ok(f(inode))
+        });
+        match inode {
+            Ok(r) => r,
+            Err(e) => Err(crate::error::inode_error(ino, e)),
+        }
     }
 
     /// Opens chunk blob `digest` of the image directory (or finds it open).

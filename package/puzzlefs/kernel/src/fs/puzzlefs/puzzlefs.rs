@@ -39,15 +39,14 @@ use kernel::c_str;
 use kernel::fs::{
     context::{FsContext, Param},
     dir::DirEmitter,
-    folio::LockedFolio,
-    inode::INode,
+    folio::{LockedFolio, Readahead},
+    inode::{INode, INodeRef},
     sb::{New, Stat, SuperBlock},
     seq::SeqFile,
     xattr::XattrList,
     FileSystem,
 };
 use kernel::prelude::*;
-use kernel::types::ARef;
 
 mod blob;
 mod data;
@@ -87,6 +86,7 @@ impl FileSystem for PuzzleFs {
     const NAME: &'static CStr = c_str!("puzzlefs");
     type Options = mount::Options;
     type Data = mount::Info;
+    type INodeData = inode::InodeData;
 
     fn parse_param(
         fc: &FsContext,
@@ -105,11 +105,11 @@ impl FileSystem for PuzzleFs {
         mount::fill_super(fc, opts, sb)
     }
 
-    fn init_root(sb: &SuperBlock<Self>) -> Result<ARef<INode<Self>>> {
+    fn init_root(sb: &SuperBlock<Self>) -> Result<INodeRef<Self>> {
         inode::iget(sb, puzzlefs_format::ROOT_INO)
     }
 
-    fn lookup(parent: &INode<Self>, name: &[u8]) -> Result<Option<ARef<INode<Self>>>> {
+    fn lookup(parent: &INode<Self>, name: &[u8]) -> Result<Option<INodeRef<Self>>> {
         dir::lookup(parent, name)
     }
 
@@ -119,6 +119,10 @@ impl FileSystem for PuzzleFs {
 
     fn read_folio(inode: &INode<Self>, folio: &mut LockedFolio<'_>) -> Result {
         data::read_folio(inode, folio)
+    }
+
+    fn readahead(inode: &INode<Self>, ra: &mut Readahead<'_>) -> Result {
+        data::readahead(inode, ra)
     }
 
     fn statfs(sb: &SuperBlock<Self>) -> Result<Stat> {

@@ -8,6 +8,7 @@
 #include <linux/lockdep.h>
 #include <linux/mount.h>
 #include <linux/pagemap.h>
+#include <linux/rcupdate.h>
 
 bool rust_helper_dir_emit(struct dir_context *ctx, const char *name, int namelen,
 			  u64 ino, unsigned int type)
@@ -120,4 +121,25 @@ int rust_helper_fsverity_get_digest(struct inode *inode,
 				    u8 *alg, enum hash_algo *halg)
 {
 	return fsverity_get_digest(inode, raw_digest, alg, halg);
+}
+
+/* Not in the generated bindings: a module whose RCU callbacks free inodes waits with it. */
+void rust_helper_rcu_barrier(void)
+{
+	rcu_barrier();
+}
+
+struct folio *rust_helper_readahead_folio(struct readahead_control *ractl)
+{
+	return readahead_folio(ractl);
+}
+
+loff_t rust_helper_readahead_pos(struct readahead_control *rac)
+{
+	return readahead_pos(rac);
+}
+
+size_t rust_helper_readahead_length(struct readahead_control *rac)
+{
+	return readahead_length(rac);
 }

@@ -17,7 +17,7 @@
 use crate::error::{from_result, to_result};
 use crate::ffi;
 use crate::prelude::*;
-use crate::types::{ARef, ForeignOwnable, Opaque};
+use crate::types::{ForeignOwnable, Opaque};
 use crate::{bindings, ThisModule};
 use core::{marker::PhantomData, ptr};
 use macros::vtable;
@@ -35,7 +35,7 @@ pub mod xattr;
 use context::{FsContext, Param};
 use dir::DirEmitter;
 use folio::LockedFolio;
-use inode::INode;
+use inode::{INode, INodeRef};
 use sb::{New, Ready, Stat, SuperBlock};
 use seq::SeqFile;
 use xattr::XattrList;
@@ -60,6 +60,11 @@ pub trait FileSystem: Sized + Send + Sync + 'static {
     /// Per-mount data, available through [`SuperBlock::data`] once the super block is live.
     type Data: Send + Sync + 'static;
 
+    /// Per-inode data, given when a new inode is described ([`inode::NewINode::init`]) and
+    /// available through [`INode::data`] for as long as the inode exists. It lives in the same
+    /// allocation as the VFS inode and is dropped when the inode is destroyed.
+    type INodeData: Send + Sync + 'static;
+
     /// Parses one mount parameter. `key` is the parameter name, `value` its value.
     ///
     /// Return [`ENOPARAM`] for parameters the file system does not know: the VFS then handles
@@ -81,10 +86,10 @@ pub trait FileSystem: Sized + Send + Sync + 'static {
     ) -> Result<Self::Data>;
 
     /// Returns the root inode of a super block that has just gone live.
-    fn init_root(sb: &SuperBlock<Self>) -> Result<ARef<INode<Self>>>;
+    fn init_root(sb: &SuperBlock<Self>) -> Result<INodeRef<Self>>;
 
     /// Looks `name` up in directory `dir`: `Ok(None)` means it does not exist.
-    fn lookup(dir: &INode<Self>, name: &[u8]) -> Result<Option<ARef<INode<Self>>>>;
+    fn lookup(dir: &INode<Self>, name: &[u8]) -> Result<Option<INodeRef<Self>>>;
 
     /// Emits the entries of directory `dir` starting at [`DirEmitter::pos`] (2 or more: the
     /// abstraction emits `.` and `..` at positions 0 and 1).
@@ -92,9 +97,16 @@ pub trait FileSystem: Sized + Send + Sync + 'static {
 
     /// Fills a locked folio of a regular file or a symlink (whose contents is its target).
     ///
-    /// On success the whole folio must have been written (zeroes past the end of file); the
-    /// abstraction then marks it up to date. In all cases it unlocks it.
+    /// On success the whole folio should have been written (zeroes past the end of file); the
+    /// abstraction zeroes what was not written from the start of the folio on, then marks it
+    /// up to date. In all cases it unlocks it.
     fn read_folio(inode: &INode<Self>, folio: &mut LockedFolio<'_>) -> Result;
+
+    /// Fills the folios of a readahead request of a regular file ([`folio::Readahead`]), in
+    /// order; those it leaves are read later through [`FileSystem::read_folio`].
+    fn readahead(_inode: &INode<Self>, _ra: &mut folio::Readahead<'_>) -> Result {
+        crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
+    }
 
     /// Answers `statfs`.
     fn statfs(_sb: &SuperBlock<Self>) -> Result<Stat> {
@@ -205,6 +217,10 @@ impl Drop for Registration {
     fn drop(&mut self) {
         // SAFETY: By the type invariant, `self.fs` is registered.
         unsafe { bindings::unregister_filesystem(self.fs.get()) };
+        // Inodes are freed by `free_inode`, this module's code, in RCU callbacks: wait for the
+        // pending ones before the module can go away.
+        // SAFETY: Called in process context, without locks held.
+        unsafe { bindings::rcu_barrier() };
         // SAFETY: By the type invariant the keys are registered. No lock uses them any more:
         // the type is unregistered, and each super block held a reference to the module, so
         // none is left when the module's registration is dropped.
@@ -226,6 +242,9 @@ impl<T: FileSystem> Tables<T> {
     };
 
     const SUPER: bindings::super_operations = bindings::super_operations {
+        alloc_inode: Some(inode::alloc_inode::<T>),
+        destroy_inode: Some(inode::destroy_inode::<T>),
+        free_inode: Some(inode::free_inode::<T>),
         statfs: if T::HAS_STATFS {
             Some(Self::statfs)
         } else {
@@ -361,13 +380,17 @@ impl<T: FileSystem> Tables<T> {
             // SAFETY: `s_fs_info` now holds the file system's data, so the super block is live.
             let sb = unsafe { SuperBlock::<T, Ready>::from_raw(sb_ptr) };
             let root = T::init_root(sb)?;
+            if !ptr::eq(root.super_block(), sb) {
+                pr_err!("{}: the root inode is of another super block\n", T::NAME);
+                return Err(EIO);
+            }
             if !root.is_dir() {
                 pr_err!("{}: the root inode is not a directory\n", T::NAME);
                 return Err(ENOTDIR);
             }
             // SAFETY: `d_make_root` takes over the reference owned by `root` (and drops it on
             // failure).
-            let dentry = unsafe { bindings::d_make_root(ARef::into_raw(root).as_ptr().cast()) };
+            let dentry = unsafe { bindings::d_make_root(root.into_raw().as_ptr().cast()) };
             if dentry.is_null() {
                 return Err(ENOMEM);
             }

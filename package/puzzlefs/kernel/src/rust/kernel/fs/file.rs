@@ -270,6 +270,37 @@ impl RegularFile {
         Ok(())
     }
 
+    /// Drops the clean, unmapped page-cache pages of the file from the one holding byte `pos`
+    /// up to, not including, the one holding byte `end` (up to the last page if `end` is the
+    /// file's size or more).
+    ///
+    /// For a reader that copies what it read into a cache of its own (a file system reading
+    /// its backing files into its own page cache): the bytes would otherwise be cached twice.
+    /// The page holding `end` is kept because a sequential reader continues in it. Pages that
+    /// are dirty, locked, mapped or under writeback stay (`invalidate_mapping_pages`).
+    pub fn drop_cached(&self, pos: u64, end: u64) {
+        let size = self.size().unwrap_or(u64::MAX);
+        let shift = bindings::PAGE_SHIFT;
+        let first = pos >> shift;
+        let last = if end >= size {
+            // Through the page holding the last byte.
+            size.saturating_sub(1) >> shift
+        } else {
+            match (end >> shift).checked_sub(1) {
+                Some(last) => last,
+                None => return,
+            }
+        };
+        if size == 0 || first > last {
+            return;
+        }
+        let (Ok(first), Ok(last)) = (first.try_into(), last.try_into()) else {
+            return;
+        };
+        // SAFETY: The file is open, so its mapping is valid; the call takes the locks it needs.
+        unsafe { bindings::invalidate_mapping_pages((*self.file.as_ptr()).f_mapping, first, last) };
+    }
+
     /// Reads the whole file into a new buffer; it must not be larger than `max` bytes
     /// ([`EFBIG`]). The buffer is at least 8-byte aligned (it comes from `kvmalloc`).
     ///

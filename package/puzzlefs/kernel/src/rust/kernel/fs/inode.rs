@@ -13,47 +13,87 @@ use super::{dir, folio, sb::SuperBlock, xattr, FileSystem};
 use crate::bindings;
 use crate::ffi;
 use crate::prelude::*;
-use crate::types::{ARef, AlwaysRefCounted, Opaque};
-use core::{marker::PhantomData, ptr, ptr::NonNull};
+use crate::types::Opaque;
+use core::{marker::PhantomData, mem::MaybeUninit, ptr, ptr::NonNull};
 
 /// An inode of file system `T`.
 ///
 /// # References and the lifetime of the super block
 ///
-/// An [`ARef<INode<T>>`] keeps its inode alive, but nothing in its type ties it to the lifetime
-/// of the super block (that would take a lifetime parameter on every inode type of this API).
 /// The VFS requires every inode reference of a super block to be gone before the super block is
 /// killed: `generic_shutdown_super` warns about busy inodes otherwise, and a later `iput` would
-/// use the freed super block and its [`FileSystem::Data`]. Hence the rule for file systems:
-/// **an `ARef<INode<T>>` must not be kept beyond the callback that obtained it** (not in
-/// [`FileSystem::Data`], not in any object that outlives the call; this includes references
-/// made from a `&INode<T>` with `ARef::from`).
-///
-/// The references this API hands out ([`SuperBlock::get_or_create_inode`],
+/// use the freed super block and its [`FileSystem::Data`]. Callbacks receive `&INode<T>`, which
+/// the VFS keeps alive for the call and which cannot outlive it. Owned references are
+/// [`INodeRef<T>`]: the ones this API hands out ([`SuperBlock::get_or_create_inode`],
 /// [`NewINode::init`]) are meant to be returned from [`FileSystem::init_root`] and
 /// [`FileSystem::lookup`], whose trampolines give them to the VFS (`d_make_root`,
-/// `d_splice_alias`): from then on they belong to dentries, which the VFS releases
-/// (`shrink_dcache_for_umount`) before it calls `kill_sb`, which frees the data. The `&INode<T>`
-/// that callbacks receive are kept alive by the VFS for the duration of the call. PuzzleFS
-/// follows the rule: its per-mount data holds no inode, only files of the backing directory.
+/// `d_splice_alias`); from then on they belong to dentries, which the VFS releases
+/// (`shrink_dcache_for_umount`) before it calls `kill_sb`, which frees the data. The types keep
+/// a file system from holding one longer: `INode<T>` is not reference counted on its own (there
+/// is no `ARef<INode<T>>`), and neither `INodeRef<T>` nor [`NewINode<T>`] is `Send` or `Sync`,
+/// so neither can be stored in [`FileSystem::Data`] or [`FileSystem::INodeData`] (which must
+/// be both), in a static, or in anything handed to another thread.
 ///
 /// # Invariants
 ///
 /// The wrapped inode is valid, initialised (not `I_NEW`), belongs to a live super block of type
-/// `T`, and its reference count is non-zero while a reference to it exists.
+/// `T`, and its reference count is non-zero while a reference to it exists. It is the `inode`
+/// field of an `INodeWithData<T>` made by `alloc_inode`, whose data is initialised.
 #[repr(transparent)]
 pub struct INode<T: FileSystem>(Opaque<bindings::inode>, PhantomData<T>);
 
-// SAFETY: The inode reference count may be changed from any thread (`ihold`/`iput`).
-unsafe impl<T: FileSystem> AlwaysRefCounted for INode<T> {
-    fn inc_ref(&self) {
-        // SAFETY: The inode is valid and has a non-zero reference count by the type invariant.
-        unsafe { bindings::ihold(self.0.get()) };
+/// An owned reference to an inode of `T` (released with `iput` when dropped).
+///
+/// Not `Send` nor `Sync`: see [`INode`] on why such a reference must not outlive the callback
+/// that made it.
+///
+/// # Invariants
+///
+/// `0` points to an [`INode<T>`] (so all of its invariants hold) to which we own a reference.
+pub struct INodeRef<T: FileSystem>(NonNull<INode<T>>, PhantomData<*mut ()>);
+
+impl<T: FileSystem> INodeRef<T> {
+    /// Takes over a reference to an inode.
+    ///
+    /// # Safety
+    ///
+    /// `inode` must be valid as an [`INode<T>`] (initialised, of a live super block of type
+    /// `T`), and the caller must own a reference to it, which it transfers.
+    pub(crate) unsafe fn from_raw(inode: NonNull<INode<T>>) -> Self {
+        // INVARIANT: Guaranteed by the caller.
+        Self(inode, PhantomData)
     }
 
-    unsafe fn dec_ref(obj: NonNull<Self>) {
-        // SAFETY: The caller owns a reference, which it gives up.
-        unsafe { bindings::iput(obj.as_ptr().cast()) };
+    /// Gives up the reference without releasing it (to the VFS).
+    pub(crate) fn into_raw(self) -> NonNull<INode<T>> {
+        let inode = self.0;
+        core::mem::forget(self);
+        inode
+    }
+}
+
+impl<T: FileSystem> core::ops::Deref for INodeRef<T> {
+    type Target = INode<T>;
+
+    fn deref(&self) -> &INode<T> {
+        // SAFETY: By the type invariant the inode is valid while we hold our reference.
+        unsafe { self.0.as_ref() }
+    }
+}
+
+impl<T: FileSystem> Clone for INodeRef<T> {
+    fn clone(&self) -> Self {
+        // SAFETY: The inode is valid and we hold a reference, so its count is non-zero.
+        unsafe { bindings::ihold(self.0.as_ptr().cast()) };
+        // INVARIANT: `ihold` took the reference the new value owns.
+        Self(self.0, PhantomData)
+    }
+}
+
+impl<T: FileSystem> Drop for INodeRef<T> {
+    fn drop(&mut self) {
+        // SAFETY: By the type invariant we own a reference, which we give up.
+        unsafe { bindings::iput(self.0.as_ptr().cast()) };
     }
 }
 
@@ -81,6 +121,17 @@ impl<T: FileSystem> INode<T> {
         (unsafe { (*self.0.get()).i_ino }) as u64
     }
 
+    /// The file system's data of the inode, as given to [`NewINode::init`].
+    pub fn data(&self) -> &T::INodeData {
+        // SAFETY: By the type invariant the inode is the `inode` field of an `INodeWithData<T>`
+        // whose data is initialised; the data is only dropped by `destroy_inode`, once no
+        // reference to the inode is left, and only ever borrowed immutably until then.
+        unsafe {
+            let outer = INodeWithData::<T>::from_inode(self.0.get());
+            (*ptr::addr_of!((*outer).data)).assume_init_ref()
+        }
+    }
+
     /// The super block the inode belongs to.
     pub fn super_block(&self) -> &SuperBlock<T> {
         // SAFETY: By the type invariant the super block is live and outlives its inodes.
@@ -103,7 +154,7 @@ impl<T: FileSystem> INode<T> {
 /// The result of [`SuperBlock::get_or_create_inode`].
 pub enum Lookup<T: FileSystem> {
     /// The inode was in the cache.
-    Cached(ARef<INode<T>>),
+    Cached(INodeRef<T>),
     /// The inode is new and must be initialised.
     New(NewINode<T>),
 }
@@ -150,10 +201,9 @@ pub struct Params {
 ///
 /// The wrapped inode is valid and `I_NEW`, of a live super block of type `T`, and we own a
 /// reference to it.
-pub struct NewINode<T: FileSystem>(NonNull<bindings::inode>, PhantomData<T>);
-
-// SAFETY: The inode may be initialised and released from any thread.
-unsafe impl<T: FileSystem> Send for NewINode<T> {}
+///
+/// Not `Send` nor `Sync`, as [`INodeRef`].
+pub struct NewINode<T: FileSystem>(NonNull<bindings::inode>, PhantomData<(T, *mut ())>);
 
 const MINORBITS: u32 = 20;
 
@@ -180,10 +230,11 @@ impl<T: FileSystem> NewINode<T> {
         unsafe { SuperBlock::from_raw((*self.0.as_ptr()).i_sb) }
     }
 
-    /// Describes the inode and makes it available to others.
+    /// Describes the inode, attaches the file system's `data` to it ([`INode::data`]; dropped
+    /// when the inode is destroyed) and makes it available to others.
     ///
     /// Time stamps are 0 (the epoch); the block count is derived from the size.
-    pub fn init(self, params: Params) -> Result<ARef<INode<T>>> {
+    pub fn init(self, params: Params, data: T::INodeData) -> Result<INodeRef<T>> {
         let size = params.size;
         if size < 0 {
             return Err(EINVAL);
@@ -203,6 +254,14 @@ impl<T: FileSystem> NewINode<T> {
         }
         let perm = u32::from(params.mode) & 0o7777;
         let inode = self.0.as_ptr();
+        // SAFETY: Every inode of a super block of `T` comes from `alloc_inode`, so it is the
+        // `inode` field of an `INodeWithData<T>`. The inode is new and locked: nobody else
+        // reads its data until `unlock_new_inode` below. A new inode never had data.
+        unsafe {
+            let outer = INodeWithData::<T>::from_inode(inode);
+            (*outer).data.write(data);
+            (*outer).has_data = true;
+        }
         // SAFETY: The inode is new and locked (`I_NEW`): nobody else looks at it until
         // `unlock_new_inode` below, so its fields may be written.
         unsafe {
@@ -254,7 +313,7 @@ impl<T: FileSystem> NewINode<T> {
         let inode = self.0.cast::<INode<T>>();
         core::mem::forget(self);
         // SAFETY: The inode is now initialised, and the reference we owned is transferred.
-        Ok(unsafe { ARef::from_raw(inode) })
+        Ok(unsafe { INodeRef::from_raw(inode) })
     }
 }
 
@@ -264,6 +323,108 @@ impl<T: FileSystem> Drop for NewINode<T> {
         // it and releases that reference.
         unsafe { bindings::iget_failed(self.0.as_ptr()) };
     }
+}
+
+/// An inode of file system `T` with the file system's data for it, in one allocation (as
+/// file systems in C embed the VFS inode in their own inode structure).
+///
+/// # Invariants
+///
+/// `data` is initialised exactly when `has_data` is true. `has_data` is written while the inode
+/// is new and locked (by [`NewINode::init`]) and read once the last reference is gone (by
+/// `destroy_inode`), so never concurrently.
+#[repr(C)]
+pub(crate) struct INodeWithData<T: FileSystem> {
+    data: MaybeUninit<T::INodeData>,
+    has_data: bool,
+    inode: Opaque<bindings::inode>,
+}
+
+impl<T: FileSystem> INodeWithData<T> {
+    /// The structure that holds `inode`.
+    ///
+    /// # Safety
+    ///
+    /// `inode` must be the `inode` field of an `INodeWithData<T>` (an inode of a super block of
+    /// `T`, all of which are allocated by `alloc_inode`).
+    unsafe fn from_inode(inode: *mut bindings::inode) -> *mut Self {
+        // SAFETY: `inode` points into an `INodeWithData<T>` (function contract), so stepping
+        // back by the field's offset stays within that allocation.
+        unsafe { crate::container_of!(inode, Self, inode).cast_mut() }
+    }
+}
+
+/// `alloc_inode` of the super blocks of `T`: the VFS inode and `T::INodeData` in one block.
+///
+/// # Safety
+///
+/// Only called by the VFS, through the super block operations of `T`.
+pub(crate) unsafe extern "C" fn alloc_inode<T: FileSystem>(
+    _sb: *mut bindings::super_block,
+) -> *mut bindings::inode {
+    let Ok(block) = KBox::<INodeWithData<T>>::new_uninit(GFP_KERNEL) else {
+        return ptr::null_mut();
+    };
+    let outer = KBox::into_raw(block).cast::<INodeWithData<T>>();
+    // SAFETY: `outer` is a valid, exclusively owned allocation for an `INodeWithData<T>`; only
+    // fields are written through raw pointers. `inode_init_once` is what a slab constructor
+    // does for an inode cache: it initialises the parts `inode_init_always` does not.
+    // INVARIANT: `has_data` is false and `data` uninitialised.
+    unsafe {
+        ptr::addr_of_mut!((*outer).has_data).write(false);
+        let inode = Opaque::raw_get(ptr::addr_of!((*outer).inode));
+        bindings::inode_init_once(inode);
+        inode
+    }
+}
+
+/// `destroy_inode` of the super blocks of `T`: drops the inode's data (in process context,
+/// before the RCU grace period that `free_inode` waits for).
+///
+/// # Safety
+///
+/// Only called by the VFS, through the super block operations of `T`, with an inode that
+/// `alloc_inode` made and that nobody references any more.
+pub(crate) unsafe extern "C" fn destroy_inode<T: FileSystem>(inode: *mut bindings::inode) {
+    // SAFETY: The inode was made by `alloc_inode` (function contract).
+    let outer = unsafe { INodeWithData::<T>::from_inode(inode) };
+    // SAFETY: Nobody else uses the inode any more; by the type invariant `data` is initialised
+    // when `has_data` is set, and it is dropped once (the flag is cleared).
+    unsafe {
+        if (*outer).has_data {
+            (*outer).has_data = false;
+            (*outer).data.assume_init_drop();
+        }
+    }
+}
+
+/// `free_inode` of the super blocks of `T`: frees what `alloc_inode` allocated (called after an
+/// RCU grace period, so that RCU path walks that may still see the inode are done).
+///
+/// # Safety
+///
+/// Only called by the VFS, through the super block operations of `T`, with an inode that
+/// `alloc_inode` made and `destroy_inode` (if it ran) has emptied.
+pub(crate) unsafe extern "C" fn free_inode<T: FileSystem>(inode: *mut bindings::inode) {
+    // SAFETY: The inode was made by `alloc_inode` (function contract) from a `KBox`.
+    let outer = unsafe { INodeWithData::<T>::from_inode(inode) };
+    // SAFETY: The block came from `KBox::into_raw` in `alloc_inode`; nothing uses it any more.
+    // Its data was dropped by `destroy_inode` or never set: `MaybeUninit` drops nothing.
+    drop(unsafe { KBox::from_raw(outer.cast::<MaybeUninit<INodeWithData<T>>>()) });
+}
+
+/// Whether `inode`, just returned by `iget_locked`, is new (`I_NEW`).
+///
+/// # Safety
+///
+/// `inode` must be valid.
+pub(crate) unsafe fn is_new(inode: *mut bindings::inode) -> bool {
+    // `i_state` changes under `i_lock` (other bits than `I_NEW` may change while we look):
+    // read it once, as `READ_ONCE` does. `I_NEW` itself cannot change under us: it is set
+    // before `iget_locked` hands out the inode and only its new owner clears it.
+    // SAFETY: `inode` is valid (function contract); a volatile read of an aligned field.
+    let state = unsafe { ptr::read_volatile(ptr::addr_of!((*inode).i_state)) };
+    state & bindings::I_NEW != 0
 }
 
 /// The inode, file and address space operations of a file system type.
@@ -308,6 +469,11 @@ impl<T: FileSystem> Tables<T> {
 
     const AOPS: bindings::address_space_operations = bindings::address_space_operations {
         read_folio: Some(folio::read_folio::<T>),
+        readahead: if T::HAS_READAHEAD {
+            Some(folio::readahead::<T>)
+        } else {
+            None
+        },
         // SAFETY: All-zero is a valid value for the remaining fields (absent callbacks).
         ..unsafe { core::mem::zeroed() }
     };
@@ -332,7 +498,16 @@ impl<T: FileSystem> Tables<T> {
             )
         };
         let inode = match T::lookup(dir, name) {
-            Ok(Some(inode)) => ARef::into_raw(inode).as_ptr().cast::<bindings::inode>(),
+            // An inode of another super block in this one's dentry tree would outlive that
+            // super block's data: refuse it (dropping the reference).
+            Ok(Some(inode)) if !ptr::eq(inode.super_block(), dir.super_block()) => {
+                pr_err!(
+                    "{}: lookup returned an inode of another super block\n",
+                    T::NAME
+                );
+                return EIO.to_ptr();
+            }
+            Ok(Some(inode)) => inode.into_raw().as_ptr().cast::<bindings::inode>(),
             Ok(None) => ptr::null_mut(),
             Err(e) => return e.to_ptr(),
         };

@@ -10,11 +10,11 @@
 //! C header: [`include/linux/fs.h`](srctree/include/linux/fs.h)
 
 use super::file::PrivateMount;
-use super::inode::{INode, Lookup, NewINode};
+use super::inode::{INode, INodeRef, Lookup, NewINode};
 use super::FileSystem;
 use crate::bindings;
 use crate::prelude::*;
-use crate::types::{ARef, ForeignOwnable, Opaque};
+use crate::types::{ForeignOwnable, Opaque};
 use core::marker::PhantomData;
 
 /// Deepest stacking of file systems that read files of other file systems
@@ -120,13 +120,13 @@ impl<T: FileSystem> SuperBlock<T, Ready> {
         let inode = unsafe { bindings::iget_locked(self.0.get(), ino) };
         let inode = core::ptr::NonNull::new(inode).ok_or(ENOMEM)?;
         // SAFETY: `iget_locked` returned a valid inode with a reference we now own.
-        if unsafe { (*inode.as_ptr()).i_state } & bindings::I_NEW != 0 {
+        if unsafe { super::inode::is_new(inode.as_ptr()) } {
             // SAFETY: The inode is new and locked (`I_NEW`), and we own a reference to it.
             Ok(Lookup::New(unsafe { NewINode::from_raw(inode) }))
         } else {
             // SAFETY: The inode is initialised, and we own a reference to it.
             Ok(Lookup::Cached(unsafe {
-                ARef::from_raw(inode.cast::<INode<T>>())
+                INodeRef::from_raw(inode.cast::<INode<T>>())
             }))
         }
     }
