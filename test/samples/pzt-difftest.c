@@ -38,6 +38,10 @@
  * row; -e (both trees on the same kind of file system: checks this program
  * itself) turns the table off.
  *
+ * pzt-difftest -W <dir> walks a possibly corrupt tree instead (the mutation
+ * campaign): readdir, stat, xattrs, readlink, bounded reads and mmap of every
+ * file, one summary line of the errors met.
+ *
  * -u drops to that uid:gid (no supplementary groups) after the walk. -l names a
  * file that always holds the operation being run (a crash in the kernel leaves the
  * culprit there). -o runs only the named operations (see ops[]), to replay a
@@ -1503,6 +1507,129 @@ static void op_ioctl(int side, struct par *p, struct rec *r)
 	close(fd);
 }
 
+/* ------------------------------------------------------------ -W: walk a mutant */
+
+static long w_entries, w_err[200], w_sig;
+
+static void w_errno(void)
+{
+	w_err[errno > 0 && errno < 200 ? errno : 0]++;
+}
+
+/* Reads what a reader would: a bounded amount, at a few offsets, and by mmap. */
+static void w_file(int dfd, const char *name, const struct stat *st)
+{
+	int fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+
+	if (fd < 0)
+		return w_errno();
+	int64_t offs[] = { 0, st->st_size / 2, st->st_size - 1, st->st_size, st->st_size + 4096,
+			   0x100000001LL };
+	for (size_t i = 0; i < sizeof(offs) / sizeof(*offs); i++)
+		if (offs[i] >= 0 && pread(fd, buf, 65536, offs[i]) < 0)
+			w_errno();
+	size_t len = 3 * (size_t)pagesz;
+	unsigned char *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+
+	if (m == MAP_FAILED) {
+		w_errno();
+	} else {
+		for (volatile size_t at = 0; at < len; at += (size_t)pagesz) {
+			in_touch = 1;
+			if (sigsetjmp(jb, 1)) {
+				in_touch = 0;
+				w_sig++;
+				continue;
+			}
+			(void)*(volatile unsigned char *)(m + at);
+			in_touch = 0;
+		}
+		munmap(m, len);
+	}
+	close(fd);
+}
+
+static void w_dir(int dfd, int depth)
+{
+	long calls = 0;
+
+	for (;;) {
+		long n = gd(dfd, buf2, 32768);
+
+		if (n < 0)
+			w_errno();
+		if (n <= 0 || ++calls > 1000 || w_entries > 20000)
+			return;
+		for (long at = 0; at < n;) {
+			struct linux_dirent64 *d = (void *)(buf2 + at);
+			char name[256];
+			struct stat st;
+
+			at += d->d_reclen;
+			w_entries++;
+			snprintf(name, sizeof(name), "%s", d->d_name);
+			if (!strcmp(name, ".") || !strcmp(name, ".."))
+				continue;
+			if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW)) {
+				w_errno();
+				continue;
+			}
+			if (fchdir(dfd) == 0) {
+				char list[65536];
+				ssize_t l = llistxattr(name, list, sizeof(list));
+
+				if (l < 0)
+					w_errno();
+				for (ssize_t i = 0; i < l; i += (ssize_t)strlen(list + i) + 1)
+					if (lgetxattr(name, list + i, buf, 65536) < 0)
+						w_errno();
+				llistxattr(name, list, 1);
+			}
+			if (S_ISLNK(st.st_mode) && readlinkat(dfd, name, (char *)buf, 8192) < 0)
+				w_errno();
+			if (S_ISREG(st.st_mode))
+				w_file(dfd, name, &st);
+			if (S_ISDIR(st.st_mode) && depth < 64) {
+				/* a long-lived buffer is reused by the recursion: keep our batch */
+				unsigned char *save = malloc((size_t)n);
+
+				memcpy(save, buf2, (size_t)n);
+				int sub = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+				if (sub < 0) {
+					w_errno();
+				} else {
+					w_dir(sub, depth + 1);
+					close(sub);
+				}
+				memcpy(buf2, save, (size_t)n);
+				free(save);
+			}
+		}
+	}
+}
+
+/* pzt-difftest -W <dir>: walk a (possibly corrupt) tree: readdir, stat, xattrs,
+ * readlink, bounded reads and mmap of every file. Prints one summary line; the
+ * errors are expected, only the kernel's behaviour (console) is judged. */
+static int walk_mode(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st)) {
+		printf("walk: %s: %s\n", dir, strerror(errno));
+		return 0;
+	}
+	w_dir(fd, 0);
+	printf("walk: entries=%ld sigbus=%ld errors:", w_entries, w_sig);
+	for (int i = 0; i < 200; i++)
+		if (w_err[i])
+			printf(" %s=%ld", strerrorname_np(i) ? strerrorname_np(i) : "?", w_err[i]);
+	printf("\n");
+	return 0;
+}
+
 static const struct op {
 	const char *name;
 	void (*gen)(struct par *);
@@ -1544,7 +1671,9 @@ int main(int argc, char **argv)
 	int verbose = 0, have_seed = 0, c, print_legit = 0;
 	const char *user = NULL, *only = NULL, *lastfile = NULL;
 
-	while ((c = getopt(argc, argv, "s:n:u:o:vl:m:eL")) != -1) {
+	const char *walkdir = NULL;
+
+	while ((c = getopt(argc, argv, "s:n:u:o:vl:m:eLW:")) != -1) {
 		switch (c) {
 		case 's': seed = strtoull(optarg, NULL, 0); have_seed = 1; break;
 		case 'n': nops = strtol(optarg, NULL, 0); break;
@@ -1555,6 +1684,7 @@ int main(int argc, char **argv)
 		case 'm': maxdiff = strtol(optarg, NULL, 0); break;
 		case 'e': exact_mode = 1; break;
 		case 'L': print_legit = 1; break;
+		case 'W': walkdir = optarg; break;
 		default: goto usage;
 		}
 	}
@@ -1563,6 +1693,16 @@ int main(int argc, char **argv)
 			printf("%-60s | %s | puzzlefs: %s\n", legit[i].what, legit[i].reason,
 			       legit[i].puzzlefs_gives);
 		return 0;
+	}
+	if (walkdir) {
+		struct sigaction sa = { .sa_handler = on_fault, .sa_flags = SA_NODEFER };
+
+		pagesz = sysconf(_SC_PAGESIZE);
+		buf = malloc(BUFSZ);
+		buf2 = malloc(BUFSZ);
+		sigaction(SIGBUS, &sa, NULL);
+		sigaction(SIGSEGV, &sa, NULL);
+		return walk_mode(walkdir);
 	}
 	if (argc - optind != 2) {
 usage:
