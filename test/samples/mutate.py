@@ -223,17 +223,39 @@ def edit_bytes(r, data):
     return bytes(b), f"zero {L}@{o}"
 
 
+def manifest_metas(msg):
+    """The digests of Rootfs.metadatas, in order (single-segment messages, as
+    every builder writes them)."""
+    def word(i):
+        return struct.unpack_from("<Q", msg, 8 + 8 * i)[0]
+
+    def target(i, w):
+        off = (w >> 2) & 0x3FFFFFFF
+        return i + 1 + (off - (1 << 30) if off & (1 << 29) else off)
+
+    root = word(0)
+    base = target(0, root)
+    dw = (root >> 32) & 0xFFFF
+    lp = base + dw                  # pointer 0: metadatas
+    lw = word(lp)
+    tagi = target(lp, lw)
+    tag = word(tagi)
+    n = (tag >> 2) & 0x3FFFFFFF
+    edw, epc = (tag >> 32) & 0xFFFF, tag >> 48
+    out = []
+    for e in range(n):
+        pi = tagi + 1 + e * (edw + epc) + edw   # BlobRef.digest
+        pw = word(pi)
+        d = target(pi, pw)
+        out.append(msg[8 + 8 * d:8 + 8 * d + 32].hex())
+    return out
+
+
 def refs_of(oci, manifest):
-    """Digests the manifest names (metadata layers, in order) and every chunk the
-    metadata names, found as 32 raw bytes equal to the name of an existing blob."""
+    """The metadata layers the manifest lists, and every chunk the metadata names
+    (32 raw bytes equal to the name of a blob of the directory)."""
     names = {bytes.fromhex(d): d for d in os.listdir(oci.blobs) if len(d) == 64}
-    m = oci.get(manifest)
-    metas = []
-    for raw, d in names.items():
-        i = m.find(raw)
-        if i >= 0:
-            metas.append((i, d))
-    metas = [d for _, d in sorted(metas)]
+    metas = manifest_metas(oci.get(manifest))
     chunks = set()
     for md in metas:
         data = oci.get(md)
@@ -273,7 +295,7 @@ def mutate_one(r, oci, manifest, metas, chunks):
     cd = r.choice(chunks)
     new, what = edit_bytes(r, oci.get(cd))
     nd = oci.put(new)
-    m = oci.get(manifest)
+    m = replace_ref(oci.get(manifest), cd, nd)     # fsVerityData may name it
     for md in metas:
         data = oci.get(md)
         if bytes.fromhex(cd) in data:

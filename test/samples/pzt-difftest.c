@@ -92,7 +92,7 @@
 enum {
 	L_DIR_COOKIE, L_DIR_ORDER, L_DIR_SIZE, L_DIR_SEEK, L_SEEK_HOLE, L_ODIRECT, L_FIEMAP,
 	L_FIBMAP, L_FSFLAGS, L_FSID, L_VERITY, L_STORAGE, L_TIMES, L_INO, L_DEV,
-	L_STATX_EXTRA, L_XATTR_ORDER, L_ACL, L_N
+	L_STATX_EXTRA, L_XATTR_ORDER, L_ACL, L_MAXBYTES, L_N
 };
 
 static const struct legit {
@@ -147,7 +147,12 @@ static const struct legit {
 		"the same length and the same set of names" },
 	[L_ACL] = { "system.posix_acl_* getxattr", "ext4 supports POSIX ACLs (ENODATA when none)",
 		"EOPNOTSUPP, or the same answer as ext4" },
+	[L_MAXBYTES] = { "file positions beyond 2^44-4096 (lseek SET/CUR/END, sendfile's offset)",
+		"ext4's s_maxbytes with 4 KiB blocks is 2^44-4096; puzzlefs' is MAX_LFS_FILESIZE",
+		"lseek: generic_file_llseek with MAX_LFS_FILESIZE; sendfile: 0 (past EOF) or EOVERFLOW" },
 };
+/* ext4_max_size() for 4 KiB blocks and extents: (2^32 - 1) blocks */
+#define EXT4_MAXBYTES ((int64_t)0xFFFFFFFFLL << 12)
 static unsigned long legit_used[L_N];
 static int exact_mode;
 
@@ -682,6 +687,9 @@ static void gen_read(struct par *p)
 		pick_path(p);
 	p->how = (int)RN(7);
 	p->off = hostile_off(p->e->size);
+	/* lseek+read at positions ext4 refuses (L_MAXBYTES): lseek ops check those */
+	if ((p->how <= 1 || p->how == 4) && p->off > EXT4_MAXBYTES)
+		p->off = EXT4_MAXBYTES;
 	p->size = hostile_size(p->e->size, p->off);
 	p->r[0] = rnd();
 	p->r[1] = rnd();
@@ -790,7 +798,9 @@ static void gen_lseek(struct par *p)
 		pick_path(p);
 	p->off = hostile_off(p->e->size);
 	p->whence = RN(20) ? (int)RN(5) : (int)RN(8);
-	p->r[0] = (uint64_t)hostile_off(p->e->size);	/* a first position */
+	p->r[0] = (uint64_t)hostile_off(p->e->size);	/* a first position, one ext4 takes too */
+	if ((int64_t)p->r[0] > EXT4_MAXBYTES)
+		p->r[0] = (uint64_t)EXT4_MAXBYTES;
 	p->size = RN(64) + 1;
 }
 static void op_lseek(int side, struct par *p, struct rec *r)
@@ -824,6 +834,21 @@ static void op_lseek(int side, struct par *p, struct rec *r)
 		rp(r, "seek-hole:checked ");
 		close(fd);
 		return;
+	}
+	if (!exact_mode && S_ISREG(st.st_mode) && p->whence <= SEEK_END) {
+		int ge;
+		int64_t g = generic_llseek(pos, p->off, p->whence, st.st_size, &ge);
+
+		if (g > EXT4_MAXBYTES) {
+			legit_used[L_MAXBYTES]++;
+			if (side == 1 && o != g)
+				rp(r, "NOT-GENERIC(%lld!%d want %lld) ", (long long)o, e, (long long)g);
+			if (side == 1 && o == g && g >= st.st_size && read(fd, buf, p->size) != 0)
+				rp(r, "READ-PAST-EOF-GAVE-DATA ");
+			rp(r, "maxbytes:checked ");
+			close(fd);
+			return;
+		}
 	}
 	errno = e;
 	rret(r, "lseek", o);
@@ -993,9 +1018,16 @@ static void gen_dir(struct par *p)
 	snprintf(p->path, sizeof(p->path), "%s", p->e->path);
 	p->how = (int)RN(3);
 	p->size = dsizes[RN(sizeof(dsizes) / sizeof(*dsizes))];
+	/* positions: hostile ones, small ones, and around the u32 and i32 bounds
+	 * (directory positions are entry indexes + 2 in puzzlefs) */
+	static const int64_t bounds[] = { 0x7fffffff, 0x80000000LL, 0x80000001LL, 0xfffffffeLL,
+					  0xffffffffLL, 0x100000000LL, 0x100000001LL, 0x100000002LL };
+
 	p->off = hostile_off(ents[RN(nents)].size);
 	if (RN(4) == 0)
 		p->off = (int64_t)RN(64);
+	else if (RN(3) == 0)
+		p->off = bounds[RN(sizeof(bounds) / sizeof(*bounds))];
 	p->whence = RN(8) ? (int)RN(5) : (int)RN(8);
 	p->r[0] = rnd();
 	p->r[1] = rnd();
@@ -1268,7 +1300,7 @@ static void op_xfer(int side, struct par *p, struct rec *r)
 			return;
 		}
 		if (p->how == 0) {
-			if (p->r[0] % 4 == 0) {
+			if (p->r[0] % 4 == 0 && off <= EXT4_MAXBYTES) {
 				lseek(fd, off, SEEK_SET);
 				n = splice(fd, NULL, pp[1], NULL, sz, SPLICE_F_NONBLOCK);
 			} else {
@@ -1277,6 +1309,16 @@ static void op_xfer(int side, struct par *p, struct rec *r)
 			rret(r, "splice", n);
 		} else {
 			n = sendfile(pp[1], fd, p->r[0] % 4 == 0 ? NULL : (off_t *)&off, sz);
+			if (p->r[0] % 4 && p->off >= EXT4_MAXBYTES && !exact_mode) {
+				int e = errno;
+
+				legit_used[L_MAXBYTES]++;
+				if (side == 1 && n != 0 && !(n < 0 && e == EOVERFLOW))
+					rp(r, "SENDFILE-GAVE(%zd,%s) ", n, strerrorname_np(e));
+				n = 0;
+				off = p->off;
+				rp(r, "maxbytes:checked ");
+			}
 			rret(r, "sendfile", n);
 		}
 		close(pp[1]);
