@@ -1811,10 +1811,7 @@ usage:
 	int total_w = 0;
 
 	for (size_t i = 0; i < NOPS; i++)
-		if (!only || strstr(only, ops[i].name))
-			total_w += ops[i].weight;
-	if (!total_w)
-		goto usage;
+		total_w += ops[i].weight;
 	printf("pzt-difftest: seed=%" PRIu64 " ops=%ld uid=%u entries=%zu ref=%s test=%s%s\n", seed, nops,
 	       getuid(), nents, rootnames[0], rootnames[1], exact_mode ? " exact" : "");
 	fflush(stdout);
@@ -1825,13 +1822,10 @@ usage:
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (long i = 0; i < nops; i++) {
-		/* The choice uses every op's weight even with -o, so that -o replays the same values. */
 		int w = (int)RN(total_w);
 		size_t k = 0;
 
 		for (; k < NOPS; k++) {
-			if (only && !strstr(only, ops[k].name))
-				continue;
 			if (w < ops[k].weight)
 				break;
 			w -= ops[k].weight;
@@ -1840,6 +1834,9 @@ usage:
 
 		memset(&p, 0, sizeof(p));
 		ops[k].gen(&p);
+		/* -o: the others are drawn all the same, so op#N has the values it had */
+		if (only && !strstr(only, ops[k].name))
+			continue;
 		char desc[512];
 
 		describe(desc, sizeof(desc), &ops[k], &p);
