@@ -394,12 +394,16 @@ static int open_ro(int side, const struct par *p, int extra)
 
 #define ITAB (1 << 16)
 static struct { uint64_t ino; uint32_t first; } itab[2][ITAB];
+static unsigned itab_used[2];
 static uint32_t seen_ino(int side, uint64_t ino, uint32_t idx)
 {
 	uint64_t h = (ino * 0x9e3779b97f4a7c15ULL) >> 48;
 
 	for (;;) {
 		if (!itab[side][h].first) {
+			/* full (more inodes than a tree here has): stop recording */
+			if (++itab_used[side] > ITAB / 2)
+				return idx;
 			itab[side][h].ino = ino;
 			itab[side][h].first = idx + 1;
 			return idx;
