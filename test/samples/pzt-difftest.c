@@ -226,6 +226,7 @@ struct ent {
 };
 static struct ent *ents;
 static size_t nents, cents;
+static size_t *dirs, ndirs;	/* indexes of the directories in ents */
 static int roots[2];
 static const char *rootnames[2];
 
@@ -1016,9 +1017,7 @@ static const size_t dsizes[] = { 0, 1, 19, 23, 24, 25, 32, 48, 64, 100, 280, 512
 
 static void gen_dir(struct par *p)
 {
-	do
-		pick_path(p);
-	while (p->e->kind != K_DIR);
+	p->e = &ents[dirs[RN(ndirs)]];
 	snprintf(p->path, sizeof(p->path), "%s", p->e->path);
 	p->how = (int)RN(3);
 	p->size = dsizes[RN(sizeof(dsizes) / sizeof(*dsizes))];
@@ -1779,6 +1778,10 @@ usage:
 	}
 	walk("");
 	dcache = calloc(nents, sizeof(*dcache));
+	dirs = calloc(nents, sizeof(*dirs));
+	for (size_t i = 0; i < nents; i++)
+		if (ents[i].kind == K_DIR)
+			dirs[ndirs++] = i;
 	pagesz = sysconf(_SC_PAGESIZE);
 	buf = mmap(NULL, BUFSZ + (size_t)pagesz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	buf2 = malloc(BUFSZ);
