@@ -15,13 +15,15 @@ proc pzt_env {name default} {
 	return $default
 }
 
-# pzt_difftest <images> <users>: pzt-difftest of each image as each user ("root"
+# pzt_difftest <images> <users> ?<divisor>?: pzt-difftest of each image as each user ("root"
 # or uid:gid), the same seed for all (printed, so a failure replays with
 # `difftest <image> <ops> <seed> [<uid:gid>]` in the guest). Every difference is
 # a note; fails with the list of runs that differed or died.
-proc pzt_difftest {images users} {
+# <divisor>: run PZT_DIFFTEST_OPS / divisor operations (a tree whose operations
+# cost more).
+proc pzt_difftest {images users {divisor 1}} {
 	global pzt_bin
-	set ops [pzt_env PZT_DIFFTEST_OPS 20000]
+	set ops [expr {[pzt_env PZT_DIFFTEST_OPS 20000] / $divisor}]
 	set seed [pzt_env PZT_DIFFTEST_SEED [expr {[clock milliseconds] % 1000000007}]]
 	note "pzt-difftest seed $seed, $ops operations per image and user"
 	run_ok "modprobe puzzlefs"
