@@ -5,6 +5,8 @@
  *   pzt-difftest [-s seed] [-n ops] [-u uid:gid] [-o op,op..] [-v] [-l lastfile]
  *                [-m max-diffs] [-e] [-L] <ref-dir> <test-dir>
  *
+ * Both trees must be on read-only mounts (the operations include O_TRUNC and
+ * O_CREAT opens; a read-only bind mount of the reference does).
  * <ref-dir> is a tree on a trusted file system (ext4 on the data disk), <test-dir>
  * the same tree mounted from a puzzlefs image. Seeded (the seed is printed; the same
  * seed, op count and options replay the same operations), it applies <ops> random
@@ -73,6 +75,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/statvfs.h>
 #include <sys/uio.h>
 #include <sys/xattr.h>
 
@@ -1765,9 +1768,17 @@ usage:
 	rootnames[0] = argv[optind];
 	rootnames[1] = argv[optind + 1];
 	for (int s = 0; s < 2; s++) {
+		struct statvfs sv;
+
 		roots[s] = open(rootnames[s], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (roots[s] < 0) {
 			fprintf(stderr, "pzt-difftest: %s: %s\n", rootnames[s], strerror(errno));
+			return 2;
+		}
+		/* open(O_TRUNC), O_CREAT...: the trees must be read-only mounts */
+		if (fstatvfs(roots[s], &sv) || !(sv.f_flag & ST_RDONLY)) {
+			fprintf(stderr, "pzt-difftest: %s is not on a read-only mount (the operations "
+				"include O_TRUNC and O_CREAT): bind-mount it read-only\n", rootnames[s]);
 			return 2;
 		}
 	}
