@@ -95,7 +95,7 @@
 enum {
 	L_DIR_COOKIE, L_DIR_ORDER, L_DIR_SIZE, L_DIR_SEEK, L_SEEK_HOLE, L_ODIRECT, L_FIEMAP,
 	L_FIBMAP, L_FSFLAGS, L_FSID, L_VERITY, L_STORAGE, L_TIMES, L_INO, L_DEV,
-	L_STATX_EXTRA, L_XATTR_ORDER, L_ACL, L_MAXBYTES, L_N
+	L_STATX_EXTRA, L_XATTR_ORDER, L_ACL, L_SECURITY, L_MAXBYTES, L_N
 };
 
 static const struct legit {
@@ -122,7 +122,8 @@ static const struct legit {
 		"generic_file_llseek: SEEK_DATA off<size ? off : ENXIO, SEEK_HOLE off<size ? size : "
 		"ENXIO (off < 0: ENXIO)" },
 	[L_ODIRECT] = { "open O_DIRECT of a regular file", "ext4 supports direct I/O",
-		"EINVAL (issue 16: a clean EINVAL or a working read), or success like ext4" },
+		"EINVAL (issue 16: a clean EINVAL or a working read), or success; either side may "
+		"refuse with EINVAL" },
 	[L_FIEMAP] = { "FS_IOC_FIEMAP", "ext4 maps extents to disk blocks; a puzzlefs file has no "
 		"block map", "EOPNOTSUPP (or ENOTTY)" },
 	[L_FIBMAP] = { "FIBMAP as root", "ext4 maps blocks; puzzlefs has no bmap",
@@ -148,8 +149,13 @@ static const struct legit {
 		"ext4 adds btime, DIO alignment, ...", "the basic-stats bits equal" },
 	[L_XATTR_ORDER] = { "order of names in listxattr", "ext4 sorts its entries its own way",
 		"the same length and the same set of names" },
-	[L_ACL] = { "system.posix_acl_* getxattr", "ext4 supports POSIX ACLs (ENODATA when none)",
+	[L_ACL] = { "system.posix_acl_* getxattr", "ext4 answers ENODATA or, without "
+		"CONFIG_EXT4_FS_POSIX_ACL (this kernel), EOPNOTSUPP",
 		"EOPNOTSUPP, or the same answer as ext4" },
+	[L_SECURITY] = { "security.* getxattr",
+		"this kernel's ext4 has no security.* handler (CONFIG_EXT4_FS_SECURITY unset): "
+		"EOPNOTSUPP; a puzzlefs image may carry any key",
+		"ENODATA for a key the image does not have, or the same answer as ext4" },
 	[L_MAXBYTES] = { "file positions beyond 2^44-4096 (lseek SET/CUR/END, sendfile's offset)",
 		"ext4's s_maxbytes with 4 KiB blocks is 2^44-4096; puzzlefs' is MAX_LFS_FILESIZE",
 		"lseek: generic_file_llseek with MAX_LFS_FILESIZE; sendfile: 0 (past EOF) or EOVERFLOW" },
@@ -673,6 +679,13 @@ static void op_xattr(int side, struct par *p, struct rec *r)
 		legit_used[L_ACL]++;
 		if ((side == 1 && e == EOPNOTSUPP) || (side == 0 && (e == ENODATA || e == EOPNOTSUPP))) {
 			rp(r, "acl:ok ");
+			return;
+		}
+	}
+	if (!is_list && n < 0 && !strncmp(name, "security.", 9) && !exact_mode) {
+		legit_used[L_SECURITY]++;
+		if ((side == 1 && e == ENODATA) || (side == 0 && e == EOPNOTSUPP)) {
+			rp(r, "security:ok ");
 			return;
 		}
 	}
@@ -1229,8 +1242,8 @@ static void op_open(int side, struct par *p, struct rec *r)
 
 	if (!exact_mode && (p->flags & O_DIRECT) && !(p->flags & O_PATH)) {
 		legit_used[L_ODIRECT]++;
-		if (side == 1 && fd < 0 && e == EINVAL) {
-			/* allowed for O_DIRECT if ext4 opened it */
+		if (fd < 0 && e == EINVAL) {
+			/* puzzlefs may refuse O_DIRECT (and this ext4 does at times) */
 			struct stat st;
 
 			if (!fstatat(roots[0], p->path, &st, 0) && S_ISREG(st.st_mode)) {
