@@ -684,7 +684,7 @@ static void op_xattr(int side, struct par *p, struct rec *r)
 	}
 	if (!is_list && n < 0 && !strncmp(name, "security.", 9) && !exact_mode) {
 		legit_used[L_SECURITY]++;
-		if ((side == 1 && e == ENODATA) || (side == 0 && e == EOPNOTSUPP)) {
+		if ((side == 1 && (e == ENODATA || e == EOPNOTSUPP)) || (side == 0 && e == EOPNOTSUPP)) {
 			rp(r, "security:ok ");
 			return;
 		}
