@@ -15,20 +15,23 @@ proc pzt_env {name default} {
 	return $default
 }
 
-# pzt_difftest <images> <users> ?<divisor>?: pzt-difftest of each image as each user ("root"
+# pzt_difftest <images> <users>: pzt-difftest of each image as each user ("root"
 # or uid:gid), the same seed for all (printed, so a failure replays with
-# `difftest <image> <ops> <seed> [<uid:gid>]` in the guest). Every difference is
-# a note; fails with the list of runs that differed or died.
-# <divisor>: run PZT_DIFFTEST_OPS / divisor operations (a tree whose operations
-# cost more).
-proc pzt_difftest {images users {divisor 1}} {
+# `difftest <image> <ops> <seed> [<uid:gid>]` in the guest). An image may be
+# given as <name>:<divisor>: PZT_DIFFTEST_OPS / divisor operations there (a tree
+# whose operations cost more). Every difference is a note; fails with the list of
+# runs that differed or died.
+proc pzt_difftest {images users} {
 	global pzt_bin
-	set ops [expr {[pzt_env PZT_DIFFTEST_OPS 20000] / $divisor}]
+	set all [pzt_env PZT_DIFFTEST_OPS 20000]
 	set seed [pzt_env PZT_DIFFTEST_SEED [expr {[clock milliseconds] % 1000000007}]]
-	note "pzt-difftest seed $seed, $ops operations per image and user"
+	note "pzt-difftest seed $seed, $all operations per image and user"
 	run_ok "modprobe puzzlefs"
 	set bad {}
-	foreach img $images {
+	foreach spec $images {
+		lassign [split $spec :] img divisor
+		if {$divisor eq ""} { set divisor 1 }
+		set ops [expr {$all / $divisor}]
 		foreach user $users {
 			set u [expr {$user eq "root" ? "" : $user}]
 			set t0 [clock milliseconds]
