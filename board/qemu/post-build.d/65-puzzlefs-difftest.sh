@@ -5,7 +5,8 @@
 #   /usr/libexec/puzzlefs-test/pzt-difftest   (test/samples/pzt-difftest.c, static)
 #   $BASE_DIR/disk-tree/difftest/<tree>       reference copies of the source trees of
 #        the images under test, on the data disk (ext4): `cp -a` keeps owners, modes,
-#        xattrs, devices, hard links; mke2fs -d copies them into the file system
+#        xattrs, devices, hard links; mke2fs -d copies them into the file system,
+#        except hard links between symlinks (<tree>.symlinks: the guest relinks them)
 #   $BASE_DIR/disk-tree/mutants/              test/samples/mutate.py: PZT_FUZZ_N mutants
 #        (default 300, the CI share) with seed PZT_FUZZ_SEED (default: a fresh one
 #        every build, printed and kept in mutants/seed), list.txt, bases.txt
@@ -32,6 +33,11 @@ rm -rf "$DISK/difftest" "$DISK/mutants"
 mkdir -p "$DISK/difftest"
 for t in edge layers-d2 many; do
 	cp -a "$CORPUS/trees/$t" "$DISK/difftest/$t"
+	# mke2fs -d does not keep hard links between symlinks: the guest makes them
+	# again from this list (<path> <path it is a hard link of>) before a run.
+	(cd "$DISK/difftest/$t" && find . -type l -links +1 -printf '%i %P\n' | sort -n -k1,1 |
+		awk '$1 == i { print substr($0, length($1) + 2), first; next } { i = $1; first = substr($0, length($1) + 2) }') \
+		>"$DISK/difftest/$t.symlinks"
 done
 
 seed=${PZT_FUZZ_SEED:-}
