@@ -47,7 +47,8 @@
  * -u drops to that uid:gid (no supplementary groups) after the walk. -l names a
  * file that always holds the operation being run (a crash in the kernel leaves the
  * culprit there). -o runs only the named operations (see ops[]), to replay a
- * failure in fewer steps. Exit status: 0 no difference, 1 differences, 2 usage or
+ * failure in fewer steps. -x <pos> never seeks a directory to <pos> (to look
+ * past a known bug; changes the values drawn). Exit status: 0 no difference, 1 differences, 2 usage or
  * set-up error. Built static like pzt-helper; uses nothing from PuzzleFS.
  */
 #define _GNU_SOURCE
@@ -1045,6 +1046,9 @@ static void check_batch(int fd, const struct ent *e, const unsigned char *b, lon
 	}
 }
 
+static int64_t skip_pos[8];
+static int nskip;
+
 static const size_t dsizes[] = { 0, 1, 19, 23, 24, 25, 32, 48, 64, 100, 280, 512, 4096, 32768, 65536,
 				 BUFSZ, (size_t)UINT32_MAX, (size_t)UINT32_MAX + 2, SIZE_MAX };
 
@@ -1067,6 +1071,10 @@ static void gen_dir(struct par *p)
 	p->whence = RN(8) ? (int)RN(5) : (int)RN(8);
 	p->r[0] = rnd();
 	p->r[1] = rnd();
+	/* -x: look past a known bug */
+	for (int i = 0; i < nskip; i++)
+		if (p->off == skip_pos[i])
+			p->off--;
 }
 
 /* A complete listing with one buffer size, compared as a set (L_DIR_ORDER). A
@@ -1782,7 +1790,7 @@ int main(int argc, char **argv)
 
 	const char *walkdir = NULL;
 
-	while ((c = getopt(argc, argv, "s:n:u:o:vl:m:eLW:")) != -1) {
+	while ((c = getopt(argc, argv, "s:n:u:o:vl:m:eLW:x:")) != -1) {
 		switch (c) {
 		case 's': seed = strtoull(optarg, NULL, 0); have_seed = 1; break;
 		case 'n': nops = strtol(optarg, NULL, 0); break;
@@ -1794,6 +1802,10 @@ int main(int argc, char **argv)
 		case 'e': exact_mode = 1; break;
 		case 'L': print_legit = 1; break;
 		case 'W': walkdir = optarg; break;
+		case 'x':
+			if (nskip < 8)
+				skip_pos[nskip++] = strtoll(optarg, NULL, 0);
+			break;
 		default: goto usage;
 		}
 	}
