@@ -1149,6 +1149,9 @@ static void op_dir(int side, struct par *p, struct rec *r)
 		int64_t o = lseek(fd, p->off, p->whence);
 		int e = errno;
 
+		for (int i = 0; i < nskip && side == 1; i++)
+			if (lseek(fd, 0, SEEK_CUR) == skip_pos[i])
+				lseek(fd, 0, SEEK_SET);	/* -x, reached through SEEK_CUR */
 		if (exact_mode) {
 			errno = e;
 			rret(r, "lseek", o);
