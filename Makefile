@@ -136,7 +136,7 @@ test-debug:
 
 # The mutation campaign of issue 16 on its own: N mutants (default 1000) of the
 # corpus images with seed SEED (default: a fresh one, printed) are made at build
-# time (board/qemu/post-build.d/65-puzzlefs-difftest.sh, test/samples/mutate.py)
+# time (board/qemu/post-fakeroot.d/65-puzzlefs-difftest.sh, test/samples/mutate.py)
 # onto the data disk, then case 66 mounts and walks every one. A normal build
 # makes the CI share (300, fresh seed) again.
 FUZZ_ENV = PZT_FUZZ_N=$(or $(N),1000) PZT_FUZZ_SEED='$(SEED)'

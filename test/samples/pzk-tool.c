@@ -15,7 +15,7 @@
  *                                        its number of names there; directories 1
  *
  * Errors print "errno=<name>" and exit 1, so cases can check ERANGE/ENODATA.
- * Built statically by board/qemu/post-build.d/30-puzzlefs-kernel-samples.sh.
+ * Built statically by board/qemu/post-fakeroot.d/30-puzzlefs-kernel-samples.sh.
  */
 #define _GNU_SOURCE
 #include <errno.h>

@@ -1,7 +1,7 @@
 # Procs shared by test/cases/5N-7N-*.exp (issue 6's corpus, hostile and
 # stress cases). Sourced by a case after test/lib.tcl; the guest side is
 # overlay/usr/libexec/puzzlefs-test/, the data /root/corpus (made by
-# test/samples/gen-corpus.sh through board/qemu/post-build.d/50-*).
+# test/samples/gen-corpus.sh through board/qemu/post-fakeroot.d/50-*).
 
 set pzt_bin /usr/libexec/puzzlefs-test
 # Long outputs (diffs, sub-case lists) must reach the case whole.

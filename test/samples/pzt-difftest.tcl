@@ -1,6 +1,6 @@
 # Procs of the differential-test and mutation cases (test/cases/65-69, issue 16).
 # Guest side: overlay/usr/libexec/puzzlefs-test/{difftest,mutants}; data made by
-# board/qemu/post-build.d/65-puzzlefs-difftest.sh.
+# board/qemu/post-fakeroot.d/65-puzzlefs-difftest.sh.
 #
 # Environment (host, read here):
 #   PZT_DIFFTEST_OPS   operations per image and user (default 20000; the debug
