@@ -38,6 +38,8 @@ attr:/usr/bin/getfattr
 gcc:/usr/bin/gcc
 libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
 python3:/usr/bin/python3
+python3-docutils:/usr/lib/python3/dist-packages/docutils/__init__.py
+e2fsprogs:/sbin/mkfs.ext4
 "
 BINDGEN_VERSION=0.73.2
 
