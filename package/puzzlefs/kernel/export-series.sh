@@ -8,7 +8,9 @@
 #  2. For each stanza of `series`: the listed src/ paths and crates are put in
 #     with prepare-tree.sh, the listed glue patches applied, and the result
 #     committed with the stanza's subject and body and a Signed-off-by.
-#  3. `git format-patch` writes <out-dir>/NNNN-*.patch.
+#  3. `git format-patch` writes <out-dir>/NNNN-*.patch and the cover letter
+#     0000-cover-letter.patch, its subject and text from cover-letter
+#     (first line: subject; the rest: the text).
 #  4. The patches are applied with `git am` onto a fresh branch at the
 #     pristine commit; the result must equal the series branch.
 #  5. scripts/checkpatch.pl runs over each patch; the report is written to
@@ -17,19 +19,24 @@
 #     only reported (they are an error otherwise).
 #  6. With --build <config>: every commit is built in turn (bzImage and
 #     modules, incrementally, O=<work>/obj) with that .config, so that each
-#     commit is known to build on its own.
+#     commit is known to build on its own. With --build-off as well, the
+#     last commit is also built with CONFIG_PUZZLEFS_FS disabled
+#     (O=<work>/obj-off), and its vmlinux must hold no symbol of the
+#     crates the driver selects (capnp, puzzlefs_format).
 #
 # The identity (Signed-off-by, author) is this repository's git user.name and
 # user.email; the date is that of this repository's HEAD, so the same
 # repository state exports the same patches.
 set -eu
 
-usage() { echo "usage: $0 [--build <kernel-config>] [--allow-missing] <out-dir>" >&2; exit 2; }
+usage() { echo "usage: $0 [--build <kernel-config> [--build-off]] [--allow-missing] <out-dir>" >&2; exit 2; }
 BUILD_CONFIG=
+BUILD_OFF=
 ALLOW_MISSING=
 while [ $# -gt 0 ]; do
 	case $1 in
 	--build) [ $# -ge 2 ] || usage; BUILD_CONFIG=$(realpath "$2"); shift 2 ;;
+	--build-off) BUILD_OFF=1; shift ;;
 	--allow-missing) ALLOW_MISSING=1; shift ;;
 	-*) usage ;;
 	*) break ;;
@@ -40,6 +47,7 @@ done
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 SERIES=$HERE/series
+COVER=$HERE/cover-letter
 PATCH_DIR=$ROOT/board/qemu/patches/linux
 TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 mkdir -p "$1"
@@ -162,13 +170,23 @@ done
 
 # --- 3. format-patch -------------------------------------------------------
 rm -f "$OUT"/*.patch
-g format-patch -q --zero-commit --no-signature -o "$OUT" pristine..series >/dev/null
-count=$(ls "$OUT"/*.patch | wc -l)
-step "wrote $count patches to $OUT"
+[ -r "$COVER" ] || die "$COVER missing"
+g format-patch -q --zero-commit --no-signature --cover-letter -o "$OUT" pristine..series >/dev/null
+# Fill in git's placeholders: the subject line, then the text.
+awk -v cover="$COVER" '
+	BEGIN { getline subject <cover; while ((getline line <cover) > 0) body = body line "\n" }
+	/\*\*\* SUBJECT HERE \*\*\*/ { sub(/\*\*\* SUBJECT HERE \*\*\*/, subject) }
+	/^\*\*\* BLURB HERE \*\*\*$/ { sub(/\n+$/, "", body); print body; next }
+	{ print }
+' "$OUT/0000-cover-letter.patch" >"$OUT/0000-cover-letter.patch.tmp"
+mv "$OUT/0000-cover-letter.patch.tmp" "$OUT/0000-cover-letter.patch"
+grep -q '\*\*\* .* HERE \*\*\*' "$OUT/0000-cover-letter.patch" && die "cover letter placeholders left"
+count=$(ls "$OUT"/*.patch | grep -vc '/0000-cover-letter.patch$')
+step "wrote $count patches and a cover letter to $OUT"
 
 # --- 4. git am onto the pristine commit ------------------------------------
 g checkout -q -f -B am-check pristine
-g am -q --whitespace=nowarn "$OUT"/*.patch >>"$LOG" 2>&1 || { g am --abort || true; die "git am failed (see $LOG)"; }
+g am -q --whitespace=nowarn $(ls "$OUT"/*.patch | grep -v '/0000-cover-letter.patch$') >>"$LOG" 2>&1 || { g am --abort || true; die "git am failed (see $LOG)"; }
 g diff --quiet series am-check || die "the tree after git am differs from the series branch"
 step "git am onto the pristine tree: OK, same tree as the series branch"
 
@@ -176,6 +194,7 @@ step "git am onto the pristine tree: OK, same tree as the series branch"
 : >"$OUT/checkpatch.txt"
 total_e=0 total_w=0
 for p in "$OUT"/*.patch; do
+	[ "$(basename "$p")" = 0000-cover-letter.patch ] && continue
 	res=$(cd "$TREE" && ./scripts/checkpatch.pl --no-color --show-types "$p" 2>&1 || true)
 	printf '%s\n%s\n\n' "==== $(basename "$p")" "$res" >>"$OUT/checkpatch.txt"
 	sum=$(printf '%s\n' "$res" | sed -n 's/^total: \([0-9]*\) errors, \([0-9]*\) warnings.*/\1 \2/p')
@@ -204,4 +223,17 @@ if [ -n "$BUILD_CONFIG" ]; then
 	done
 	g checkout -q -f series
 	step "every commit builds"
+	if [ -n "$BUILD_OFF" ]; then
+		step "building the last commit with CONFIG_PUZZLEFS_FS disabled"
+		mkdir -p "$WORK/obj-off"
+		cp "$BUILD_CONFIG" "$WORK/obj-off/.config"
+		"$TREE/scripts/config" --file "$WORK/obj-off/.config" --disable PUZZLEFS_FS
+		kmake O="$WORK/obj-off" olddefconfig >>"$LOG" 2>&1 || die "olddefconfig (off) failed (see $LOG)"
+		grep -q '^CONFIG_RUST=y' "$WORK/obj-off/.config" || die "CONFIG_RUST did not survive (off)"
+		kmake O="$WORK/obj-off" -j"$(nproc)" bzImage modules >>"$LOG" 2>&1 \
+			|| die "the series does not build with PUZZLEFS_FS off (see $LOG)"
+		leaked=$(nm "$WORK/obj-off/vmlinux" | grep -cE '(capnp|puzzlefs_format)' || true)
+		[ "$leaked" -eq 0 ] || die "PUZZLEFS_FS off: vmlinux still holds $leaked capnp/puzzlefs_format symbols"
+		step "PUZZLEFS_FS off: builds; vmlinux $(stat -c %s "$WORK/obj-off/vmlinux") bytes, no capnp/puzzlefs_format symbol"
+	fi
 fi

@@ -55,8 +55,8 @@ use puzzlefs_format::{
     Manifest, MetadataBlob,
 };
 
-/// Magic number reported by `statfs` ("PZFS").
-pub(crate) const PUZZLEFS_MAGIC: u32 = 0x505a_4653;
+/// Magic number reported by `statfs` ("PZFS", include/uapi/linux/magic.h).
+pub(crate) const PUZZLEFS_MAGIC: u32 = kernel::uapi::PUZZLEFS_MAGIC;
 
 /// Largest manifest blob accepted.
 const MAX_MANIFEST_SIZE: usize = 16 << 20;
@@ -515,7 +515,8 @@ pub(crate) fn fill_super(
     }
 }
 
-/// What `statfs` reports: the metadata size and the highest inode number.
+/// What `statfs` reports: the metadata size, the highest inode number and an fsid made from
+/// the manifest digest.
 pub(crate) fn statfs(info: &Info) -> Stat {
     Stat {
         magic: PUZZLEFS_MAGIC,
@@ -523,6 +524,11 @@ pub(crate) fn statfs(info: &Info) -> Stat {
         bsize: kernel::page::PAGE_SIZE as i64,
         blocks: info.metadata_bytes.div_ceil(kernel::page::PAGE_SIZE as u64),
         files: info.max_ino,
+        // The image's identity: the first 8 bytes of its manifest digest.
+        fsid: info
+            .manifest
+            .first_chunk::<8>()
+            .map_or(0, |b| u64::from_le_bytes(*b)),
     }
 }
 

@@ -434,6 +434,8 @@ impl<T: FileSystem> Tables<T> {
                 (*buf).f_frsize = stat.bsize as _;
                 (*buf).f_blocks = stat.blocks;
                 (*buf).f_files = stat.files;
+                // As `u64_to_fsid()`: the low and high halves, bits kept as they are.
+                (*buf).f_fsid.val = [stat.fsid as u32 as _, (stat.fsid >> 32) as u32 as _];
             }
             Ok(0)
         })

@@ -51,6 +51,9 @@ pub struct Stat {
     pub blocks: u64,
     /// Number of inodes.
     pub files: u64,
+    /// File system id (`f_fsid`): stable across mounts of the same image, distinct between
+    /// images, as `u64_to_fsid()` makes it from a 64-bit value.
+    pub fsid: u64,
 }
 
 impl<T: FileSystem> SuperBlock<T, New> {
