@@ -58,7 +58,7 @@ HOST_DIR := $(O)/host
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static test-debug linux-update-defconfig kernel-series kernel-check bench-builder clean help check-config ensure-config
+	test-cargo test-suite test-static test-debug linux-update-defconfig kernel-series kernel-check bench-builder bench clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -147,6 +147,13 @@ test-suite: check-config
 # mkfs.erofs and mksquashfs, several repetitions in one run.
 bench-builder: check-config deps-check puzzlefs
 	@PUZZLEFS=$(HOST_DIR)/bin/puzzlefs test/bench/bench-builder.sh
+
+# The kernel read path against tmpfs, erofs and squashfs in one boot of this
+# build (test/bench/bench.sh lists the settings: REPS, FS, WORKLOADS,
+# TIMEOUT_S, BENCH_IMAGES_PREV, ...). Report in $(O)/bench/report.md.
+bench: check-config
+	@$(MAKE) --no-print-directory all
+	@O=$(O) IMAGES=$(O)/images PUZZLEFS=$(HOST_DIR)/bin/puzzlefs test/bench/bench.sh
 
 kernel-series: check-config
 	@package/puzzlefs/kernel/export-series.sh $(O)/series

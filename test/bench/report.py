@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""`make bench`, host side: turn the @@R lines of the console logs into
+<out>/results.json (every run, and the medians) and <out>/report.md (one
+table), and print the table.
+
+    report.py <out dir> <console log>...
+
+A cell is the median of the runs of that workload, mode and file system, in
+milliseconds. A run that hit the time limit makes the cell "timeout", with the
+time per operation it showed extrapolated to the full count (marked "~").
+"""
+import json
+import os
+import re
+import statistics
+import sys
+from pathlib import Path
+
+FS_ORDER = ["tmpfs", "erofs", "puzzlefs", "erofs-lz4hc", "squashfs-zstd", "puzzlefs-zstd"]
+FS_TITLE = {
+    "tmpfs": "tmpfs", "erofs": "erofs", "puzzlefs": "puzzlefs", "erofs-lz4hc": "erofs lz4hc",
+    "squashfs-zstd": "squashfs zstd", "puzzlefs-zstd": "puzzlefs zstd",
+}
+# (workload, mode, row title)
+ROWS = [
+    ("readall", "cold", "read every file (debian/), cold"),
+    ("readall", "warm", "read every file (debian/), warm"),
+    ("stat", "cold", "readdir + lstat every entry (debian/), cold"),
+    ("stat", "warm", "readdir + lstat every entry (debian/), warm"),
+    ("seq32", "cold", "32 MiB file, cold"),
+    ("seq32", "warm", "32 MiB file, warm"),
+    ("seq128", "cold", "128 MiB file, cold"),
+    ("seq128", "warm", "128 MiB file, warm"),
+    ("rand", "cold", "{rand} random 4 KiB preads (128 MiB file), cold"),
+    ("rand", "warm", "{rand} random 4 KiB preads (128 MiB file), warm"),
+    ("neg", "cold", "{neg} negative lookups, 100k dir, cold"),
+    ("neg", "warm", "{neg} negative lookups, 100k dir, warm"),
+    ("pos", "cold", "{pos} positive lookups, 100k dir, cold"),
+    ("pos", "warm", "{pos} positive lookups, 100k dir, warm"),
+    ("mount10", "cold", "mount, 10-inode image, cold"),
+    ("mount10k", "cold", "mount, 10,000-inode image, cold"),
+    ("mount100k", "cold", "mount, 100,000-inode image, cold"),
+    ("cache", "cold", "page cache KiB per MiB read (read every file, cold)"),
+]
+# Ratio columns: puzzlefs time / peer time (> 1: puzzlefs is slower).
+RATIOS = [("puzzlefs", "tmpfs"), ("puzzlefs", "erofs"),
+          ("puzzlefs-zstd", "erofs-lz4hc"), ("puzzlefs-zstd", "squashfs-zstd")]
+
+LINE = re.compile(r"@@R (.*)")
+
+
+def parse(logs):
+    runs = []
+    for log in logs:
+        for line in Path(log).read_text(errors="replace").splitlines():
+            m = LINE.search(line)
+            if not m:
+                continue
+            kv = dict(p.split("=", 1) for p in m.group(1).strip().split() if "=" in p)
+            run = {k: kv[k] for k in ("label", "fs", "wl", "mode") if k in kv}
+            run["rep"] = int(kv.get("rep", 0))
+            if "error" in kv:
+                run["error"] = kv["error"]
+            else:
+                for k in ("ms",):
+                    run[k] = float(kv[k])
+                for k in ("ops", "bytes", "cached_kib", "timeout"):
+                    run[k] = int(kv[k])
+            runs.append(run)
+    return runs
+
+
+def cell(runs, full_ops):
+    """The summary of the runs of one (label, fs, workload, mode)."""
+    if not runs:
+        return None
+    errs = [r for r in runs if "error" in r]
+    if errs:
+        return {"error": errs[0]["error"]}
+    out = [r for r in runs if r["timeout"]]
+    if out:
+        r = out[0]
+        est = r["ms"] / r["ops"] * full_ops if r["ops"] and full_ops else None
+        return {"timeout": True, "ms": r["ms"], "ops": r["ops"], "estimate_ms": est}
+    return {"ms": statistics.median(r["ms"] for r in runs), "runs": len(runs)}
+
+
+def fmt(c):
+    if c is None:
+        return "–"
+    if "error" in c:
+        return "error"
+    if c.get("timeout"):
+        est = c.get("estimate_ms")
+        return f"timeout (~{est:,.0f})" if est else "timeout"
+    v = c["ms"]
+    return f"{v:,.0f}" if v >= 10 else f"{v:.2f}"
+
+
+def value(c):
+    if c is None or "error" in c:
+        return None
+    return c.get("estimate_ms") if c.get("timeout") else c["ms"]
+
+
+def main():
+    out = Path(sys.argv[1])
+    runs = parse(sys.argv[2:])
+    if not runs:
+        sys.exit("report: no @@R lines in " + " ".join(sys.argv[2:]))
+    labels = []
+    for r in runs:
+        if r["label"] not in labels:
+            labels.append(r["label"])
+    cur = labels[0]
+    # The counts the guest was given (bench.sh exports them).
+    full = {"rand": int(os.environ.get("RAND_READS", 3000)),
+            "neg": int(os.environ.get("NEG_LOOKUPS", 20000)),
+            "pos": int(os.environ.get("POS_LOOKUPS", 20000))}
+    counts = full
+
+    def runs_of(label, fs, wl, mode):
+        return [r for r in runs if r["label"] == label and r["fs"] == fs and r["wl"] == wl and r["mode"] == mode]
+
+    def cache_cell(label, fs):
+        rs = [r for r in runs_of(label, fs, "readall", "cold") if "error" not in r and not r["timeout"]]
+        vals = [r["cached_kib"] / (r["bytes"] / 1048576) for r in rs if r["bytes"]]
+        return {"ms": statistics.median(vals), "runs": len(vals)} if vals else None
+
+    table = {}
+    for label in labels:
+        for fs in FS_ORDER:
+            for wl, mode, _ in ROWS:
+                if wl == "cache":
+                    c = cache_cell(label, fs)
+                else:
+                    c = cell(runs_of(label, fs, wl, mode), full.get(wl))
+                if c is not None:
+                    table.setdefault(label, {}).setdefault(fs, {})[f"{wl}/{mode}"] = c
+
+    cols = [(cur, fs, FS_TITLE[fs]) for fs in FS_ORDER]
+    prev = [lb for lb in labels if lb != cur]
+    for lb in prev:
+        for fs in ("puzzlefs", "puzzlefs-zstd"):
+            if fs in table.get(lb, {}):
+                cols.append((lb, fs, f"{FS_TITLE[fs]} ({lb})"))
+    head = [""] + [t for _, _, t in cols] + [f"{FS_TITLE[a]} ÷ {FS_TITLE[b]}" for a, b in RATIOS]
+    for lb in prev:
+        for fs in ("puzzlefs", "puzzlefs-zstd"):
+            if fs in table.get(lb, {}):
+                head.append(f"{FS_TITLE[fs]} ÷ ({lb})")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for wl, mode, title in ROWS:
+        cells = [table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}") for lb, fs, _ in cols]
+        if all(c is None for c in cells):
+            continue
+        row = [title.format(**{k: f"{v:,}" for k, v in counts.items()})] + [fmt(c) for c in cells]
+        for a, b in RATIOS:
+            va = value(table.get(cur, {}).get(a, {}).get(f"{wl}/{mode}"))
+            vb = value(table.get(cur, {}).get(b, {}).get(f"{wl}/{mode}"))
+            row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
+        for lb in prev:
+            for fs in ("puzzlefs", "puzzlefs-zstd"):
+                if fs in table.get(lb, {}):
+                    va = value(table.get(cur, {}).get(fs, {}).get(f"{wl}/{mode}"))
+                    vb = value(table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}"))
+                    row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
+        lines.append("| " + " | ".join(row) + " |")
+
+    setup = (out / "setup.txt").read_text() if (out / "setup.txt").exists() else ""
+    md = ["# make bench", "", "Milliseconds, median of the runs (page cache row: KiB of page-cache growth per",
+          "MiB read). \"timeout (~N)\": the run hit TIMEOUT_S; N extrapolates its time per",
+          "operation to the full count. Ratio columns: puzzlefs time ÷ the peer's (> 1 = puzzlefs slower).",
+          "Compressed peers are compared with puzzlefs zstd, the others with plain puzzlefs.", ""]
+    md += ["    " + s for s in setup.splitlines()] + [""]
+    md += lines
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    (out / "results.json").write_text(json.dumps({"runs": runs, "summary": table, "counts": counts},
+                                                  indent=1) + "\n")
+    print("\n".join(lines))
+    print(f"\n(written: {out / 'report.md'}, {out / 'results.json'})")
+
+
+if __name__ == "__main__":
+    main()
