@@ -6,14 +6,16 @@
 #   test/bench/bench.sh            (the Makefile passes O, IMAGES and PUZZLEFS)
 #
 # Host side, cached under BENCH_CACHE (default $O/bench-cache):
-#   disk/tree/      the bench tree: debian/ (Debian bookworm minbase + python3,
+#   tree/           the bench tree: debian/ (Debian bookworm minbase + python3,
 #                   made with debootstrap), big/{32M,128M}.bin (seeded random
 #                   bytes), many/ (100,000 empty files file-NNNNNN.dat)
-#   disk/img/       images of disk/tree: puzzlefs plain and zstd (PUZZLEFS),
+#   disk/img/       images of tree/: puzzlefs plain and zstd (PUZZLEFS),
 #                   erofs plain and lz4hc, squashfs zstd; puzzlefs images of
 #                   10, 10,000 and 100,000 inodes for the mount time
+#   disk/tree.tar   tree/ as a tar archive (for the tmpfs copy: mkfs.ext4 -d
+#                   takes quadratic time over a directory of 100,000 entries)
 #   bench-<key>.ext4  disk/ as an ext4 image (sparse), attached as a virtio disk
-# The guest mounts the bench disk, copies disk/tree into a tmpfs and mounts
+# The guest mounts the bench disk, unpacks tree.tar into a tmpfs and mounts
 # each image, then runs test/bench/guest.sh (a second small disk, rebuilt each
 # run, carries guest.sh, the static pzbench helper and the settings).
 #
@@ -29,7 +31,7 @@
 #   BENCH_IMAGES_PREV=<images dir of another build>: a second boot of that
 #                     build's kernel + module in the same run (same bench disk,
 #                     puzzlefs file systems only); its figures appear as
-#                     "puzzlefs prev" columns
+#                     "puzzlefs (prev)" columns (BENCH_PREV_LABEL names them)
 #   BENCH_LABEL=cur   name of this build in the JSON, BENCH_OUT=$O/bench
 set -euo pipefail
 
@@ -68,7 +70,7 @@ need_pkg mkfs.ext4 e2fsprogs
 need_pkg gcc gcc
 
 mkdir -p "$CACHE/disk" "$OUT"
-tree=$CACHE/disk/tree img=$CACHE/disk/img
+tree=$CACHE/tree img=$CACHE/disk/img
 
 # ---------------------------------------------------------------- the tree
 if [ ! -f "$CACHE/debian.done" ]; then
@@ -121,7 +123,8 @@ pzbuild() { # <name> <src> [build options]
 mkdir -p "$img"
 if [ ! -f "$CACHE/peers.done" ]; then
 	say "erofs, erofs lz4hc, squashfs zstd images"
-	rm -f "$img"/tree*.erofs "$img"/tree*.sqfs "$CACHE"/bench-*.ext4
+	rm -f "$img"/tree*.erofs "$img"/tree*.sqfs "$CACHE/disk/tree.tar" "$CACHE"/bench-*.ext4
+	tar -C "$tree" --numeric-owner -cf "$CACHE/disk/tree.tar" .
 	nice -n 10 mkfs.erofs --quiet "$img/tree.erofs" "$tree"
 	nice -n 10 mkfs.erofs --quiet -zlz4hc "$img/tree-lz4hc.erofs" "$tree"
 	nice -n 10 mksquashfs "$tree" "$img/tree-zstd.sqfs" -comp zstd -noappend -quiet -no-progress >/dev/null
@@ -153,7 +156,7 @@ if [ ! -f "$disk" ]; then
 	kib=$(du -sk "$CACHE/disk" | cut -f1)
 	inodes=$(find "$CACHE/disk" | wc -l)
 	nice -n 10 mkfs.ext4 -q -F -t ext4 -b 4096 -L pzbench -N $((inodes + inodes / 4 + 1000)) \
-		-E root_owner=0:0 -d "$CACHE/disk" "$disk.tmp" "$((kib + kib / 4 + 262144))K"
+		-E root_owner=0:0 -d "$CACHE/disk" "$disk.tmp" "$((kib + kib / 4 + 262144))K" >/dev/null
 	mv "$disk.tmp" "$disk"
 fi
 
@@ -197,8 +200,8 @@ logs=("$OUT/console-${BENCH_LABEL:-cur}.log")
 if [ -n "${BENCH_IMAGES_PREV:-}" ]; then
 	pfs=""
 	for f in $FS; do case $f in puzzlefs*) pfs="$pfs $f" ;; esac; done
-	boot prev "$BENCH_IMAGES_PREV" "${pfs# }"
-	logs+=("$OUT/console-prev.log")
+	boot "${BENCH_PREV_LABEL:-prev}" "$BENCH_IMAGES_PREV" "${pfs# }"
+	logs+=("$OUT/console-${BENCH_PREV_LABEL:-prev}.log")
 fi
 
 {

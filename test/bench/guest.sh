@@ -41,7 +41,7 @@ pzopts() { # <image name under /bd/img>
 # a loop device under it); squashfs on a loop device.
 mnt() {
 	case $1 in
-	tmpfs) mount -t tmpfs -o size=3g tmpfs "$2" && cp -a /bd/tree/. "$2"/ ;;
+	tmpfs) mount -t tmpfs -o size=3g tmpfs "$2" && tar -C "$2" -xf /bd/tree.tar ;;
 	erofs) $PZB mount /bd/img/tree.erofs "$2" erofs "" >/dev/null ;;
 	erofs-lz4hc) $PZB mount /bd/img/tree-lz4hc.erofs "$2" erofs "" >/dev/null ;;
 	squashfs-zstd) mount -t squashfs -o loop,ro /bd/img/tree-zstd.sqfs "$2" ;;

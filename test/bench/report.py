@@ -167,6 +167,39 @@ def main():
                     row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
         lines.append("| " + " | ".join(row) + " |")
 
+    # The targets of issue 12, from this run (this build's columns).
+    def v(fs, key):
+        return value(table.get(cur, {}).get(fs, {}).get(key))
+
+    def target(text, got, ok):
+        if got is None:
+            return f"- {text}: not measured"
+        return f"- {text}: {got:.2f} ({'met' if ok(got) else 'not met'})"
+
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    tg = ["", "Targets (issue 12), this build:"]
+    for fs in ("puzzlefs", "puzzlefs-zstd"):
+        r = ratio(v(fs, "seq128/cold"), v(fs, "seq32/cold"))
+        tg.append(target(f"{FS_TITLE[fs]}: 128 MiB ÷ 32 MiB file time, cold (≤ 4.4)", r, lambda x: x <= 4.4))
+    r = ratio(v("erofs", "readall/cold"), v("puzzlefs", "readall/cold"))
+    tg.append(target("read every file cold, puzzlefs throughput ÷ erofs (≥ 0.8)", r, lambda x: x >= 0.8))
+    r = ratio(v("squashfs-zstd", "readall/cold"), v("puzzlefs-zstd", "readall/cold"))
+    tg.append(target("read every file cold, puzzlefs zstd throughput ÷ squashfs zstd (≥ 0.8)", r, lambda x: x >= 0.8))
+    r = ratio(v("tmpfs", "readall/warm"), v("puzzlefs", "readall/warm"))
+    tg.append(target("read every file warm, puzzlefs throughput ÷ tmpfs (≥ 0.9)", r, lambda x: x >= 0.9))
+    r = ratio(v("erofs", "stat/cold"), v("puzzlefs", "stat/cold"))
+    tg.append(target("readdir + lstat cold, puzzlefs speed ÷ erofs (≥ 0.8)", r, lambda x: x >= 0.8))
+    r = ratio(v("puzzlefs", "neg/cold"), v("erofs", "neg/cold"))
+    tg.append(target("negative lookups cold, puzzlefs time ÷ erofs (≤ 2)", r, lambda x: x <= 2))
+    r = ratio(v("puzzlefs", "mount100k/cold"), v("puzzlefs", "mount10/cold"))
+    tg.append(target("mount time, 100,000-inode ÷ 10-inode image (≤ 2)", r, lambda x: x <= 2))
+    c = v("puzzlefs", "cache/cold")
+    tg.append(target("puzzlefs page-cache growth, MiB per MiB read (≤ 1.1)", c / 1024 if c is not None else None,
+                     lambda x: x <= 1.1))
+    lines += tg
+
     setup = (out / "setup.txt").read_text() if (out / "setup.txt").exists() else ""
     md = ["# make bench", "", "Milliseconds, median of the runs (page cache row: KiB of page-cache growth per",
           "MiB read). \"timeout (~N)\": the run hit TIMEOUT_S; N extrapolates its time per",
