@@ -14,10 +14,15 @@ export PZB_TIMEOUT_MS=$((TIMEOUT_S * 1000))
 
 say() { echo "@@bench $*"; }
 
-# The bench data disk: the virtio disk whose root holds PZBENCH.
+# The bench data disk: the virtio disk whose root holds PZBENCH. Without a
+# data disk it is /dev/vda, which rcS has already mounted on /disk.
 mkdir -p /bd
 for d in /dev/vd?; do
-	grep -q "^$d " /proc/mounts && continue
+	mp=$(awk -v d="$d" '$1 == d { print $2; exit }' /proc/mounts)
+	if [ -n "$mp" ]; then
+		[ -f "$mp/PZBENCH" ] && mount --bind "$mp" /bd && break
+		continue
+	fi
 	mount -t ext4 -o ro "$d" /bd 2>/dev/null || continue
 	[ -f /bd/PZBENCH ] && break
 	umount /bd
@@ -67,7 +72,7 @@ bench() {
 		rep=1
 		while [ "$rep" -le "$REPS" ]; do
 			[ "$mode" = cold ] && drop
-			if r=$($PZB "$@" 2>&1); then :; else r="error=$(echo "$r" | tr ' ' '_')"; fi
+			if r=$($PZB "$@" 2>&1); then :; else r="error=$(echo "$r" | tr ' \n' '__')"; fi
 			echo "@@R label=$LABEL fs=$fs wl=$wl mode=$mode rep=$rep $r"
 			case $r in *timeout=1*|error=*) return 0 ;; esac
 			rep=$((rep + 1))
@@ -102,7 +107,7 @@ for n in 10 10k 100k; do
 		rep=1
 		while [ "$rep" -le "$REPS" ]; do
 			[ "$mode" = cold ] && drop
-			r=$($PZB mount none /b/mt puzzlefs "$(pzopts pz-m$n)" 2>&1) || r="error=$(echo "$r" | tr ' ' '_')"
+			r=$($PZB mount none /b/mt puzzlefs "$(pzopts pz-m$n)" 2>&1) || r="error=$(echo "$r" | tr ' \n' '__')"
 			echo "@@R label=$LABEL fs=$fs wl=mount$n mode=$mode rep=$rep $r"
 			umount /b/mt 2>/dev/null
 			rep=$((rep + 1))
