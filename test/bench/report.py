@@ -46,6 +46,7 @@ ROWS = [
 RATIOS = [("puzzlefs", "tmpfs"), ("puzzlefs", "erofs"),
           ("puzzlefs-zstd", "erofs-lz4hc"), ("puzzlefs-zstd", "squashfs-zstd")]
 
+SEQ_BYTES = {"seq32": 32 << 20, "seq128": 128 << 20}
 LINE = re.compile(r"@@R (.*)")
 
 
@@ -70,8 +71,9 @@ def parse(logs):
     return runs
 
 
-def cell(runs, full_ops):
-    """The summary of the runs of one (label, fs, workload, mode)."""
+def cell(runs, full_ops, unit="ops"):
+    """The summary of the runs of one (label, fs, workload, mode); full_ops:
+    the count of `unit` (ops or bytes) a complete run does."""
     if not runs:
         return None
     errs = [r for r in runs if "error" in r]
@@ -80,8 +82,8 @@ def cell(runs, full_ops):
     out = [r for r in runs if r["timeout"]]
     if out:
         r = out[0]
-        est = r["ms"] / r["ops"] * full_ops if r["ops"] and full_ops else None
-        return {"timeout": True, "ms": r["ms"], "ops": r["ops"], "estimate_ms": est}
+        est = r["ms"] / r[unit] * full_ops if r[unit] and full_ops else None
+        return {"timeout": True, "ms": r["ms"], "ops": r["ops"], "bytes": r["bytes"], "estimate_ms": est}
     return {"ms": statistics.median(r["ms"] for r in runs), "runs": len(runs)}
 
 
@@ -133,22 +135,34 @@ def main():
             for wl, mode, _ in ROWS:
                 if wl == "cache":
                     c = cache_cell(label, fs)
+                elif wl in SEQ_BYTES:
+                    c = cell(runs_of(label, fs, wl, mode), SEQ_BYTES[wl], "bytes")
                 else:
                     c = cell(runs_of(label, fs, wl, mode), full.get(wl))
                 if c is not None:
                     table.setdefault(label, {}).setdefault(fs, {})[f"{wl}/{mode}"] = c
 
-    cols = [(cur, fs, FS_TITLE[fs]) for fs in FS_ORDER]
+    # The first log's build is "this build". A file system it did not run
+    # (e.g. a puzzlefs-only run compared with a full one) comes from the
+    # first other build that ran it, named in its column title.
+    src = {}
+    for fs in FS_ORDER:
+        for lb in labels:
+            if fs in table.get(lb, {}):
+                src[fs] = lb
+                break
+    cols = [(src[fs], fs, FS_TITLE[fs] if src[fs] == cur else f"{FS_TITLE[fs]} ({src[fs]})")
+            for fs in FS_ORDER if fs in src]
     prev = [lb for lb in labels if lb != cur]
     for lb in prev:
         for fs in ("puzzlefs", "puzzlefs-zstd"):
-            if fs in table.get(lb, {}):
+            if fs in table.get(lb, {}) and src.get(fs) == cur:
                 cols.append((lb, fs, f"{FS_TITLE[fs]} ({lb})"))
     head = [""] + [t for _, _, t in cols] + [f"{FS_TITLE[a]} ÷ {FS_TITLE[b]}" for a, b in RATIOS]
     for lb in prev:
         for fs in ("puzzlefs", "puzzlefs-zstd"):
-            if fs in table.get(lb, {}):
-                head.append(f"{FS_TITLE[fs]} ÷ ({lb})")
+            if fs in table.get(lb, {}) and src.get(fs) == cur:
+                head.append(f"{FS_TITLE[fs]}: {cur} ÷ {lb}")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for wl, mode, title in ROWS:
         cells = [table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}") for lb, fs, _ in cols]
@@ -156,12 +170,12 @@ def main():
             continue
         row = [title.format(**{k: f"{v:,}" for k, v in counts.items()})] + [fmt(c) for c in cells]
         for a, b in RATIOS:
-            va = value(table.get(cur, {}).get(a, {}).get(f"{wl}/{mode}"))
-            vb = value(table.get(cur, {}).get(b, {}).get(f"{wl}/{mode}"))
+            va = value(table.get(src.get(a), {}).get(a, {}).get(f"{wl}/{mode}"))
+            vb = value(table.get(src.get(b), {}).get(b, {}).get(f"{wl}/{mode}"))
             row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
         for lb in prev:
             for fs in ("puzzlefs", "puzzlefs-zstd"):
-                if fs in table.get(lb, {}):
+                if fs in table.get(lb, {}) and src.get(fs) == cur:
                     va = value(table.get(cur, {}).get(fs, {}).get(f"{wl}/{mode}"))
                     vb = value(table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}"))
                     row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
@@ -169,7 +183,7 @@ def main():
 
     # The targets of issue 12, from this run (this build's columns).
     def v(fs, key):
-        return value(table.get(cur, {}).get(fs, {}).get(key))
+        return value(table.get(src.get(fs), {}).get(fs, {}).get(key))
 
     def target(text, got, ok):
         if got is None:
