@@ -68,7 +68,7 @@ export PUZZLEFS_TEST_TOOLS
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_FAKEROOT_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static test-buildroot test-debug fuzz fuzz-debug linux-update-defconfig kernel-series kernel-check bench-builder bench-versions clean help check-config ensure-config
+	test-cargo test-suite test-static test-buildroot test-debug fuzz fuzz-debug linux-update-defconfig kernel-series kernel-check bench-builder bench-versions bench clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -205,6 +205,13 @@ bench-builder: check-config deps-check puzzlefs
 # and the Debian mirror apt uses. PUZZLEFS_PREV=<binary> adds its rows.
 bench-versions: check-config deps-check puzzlefs
 	@PUZZLEFS=$(HOST_DIR)/bin/puzzlefs CACHE=$(O)/bench-versions test/bench/bench-versions.sh
+
+# The kernel read path against tmpfs, erofs and squashfs in one boot of this
+# build (test/bench/bench.sh lists the settings: REPS, FS, WORKLOADS,
+# TIMEOUT_S, BENCH_IMAGES_PREV, ...). Report in $(O)/bench/report.md.
+bench: check-config
+	@$(MAKE) --no-print-directory all
+	@O=$(O) IMAGES=$(O)/images PUZZLEFS=$(HOST_DIR)/bin/puzzlefs test/bench/bench.sh
 
 kernel-series: check-config
 	@package/puzzlefs/kernel/export-series.sh $(O)/series

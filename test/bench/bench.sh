@@ -1,0 +1,214 @@
+#!/bin/bash
+# `make bench`: the kernel read path of puzzlefs against tmpfs, erofs (plain
+# and lz4hc, file-backed), squashfs (zstd, loop) in one boot of the appliance
+# (not a test: prints figures, fails only if something could not run).
+#
+#   test/bench/bench.sh            (the Makefile passes O, IMAGES and PUZZLEFS)
+#
+# Host side, cached under BENCH_CACHE (default $O/bench-cache):
+#   tree/           the bench tree: debian/ (Debian bookworm minbase + python3,
+#                   made with debootstrap), big/{32M,128M}.bin (seeded random
+#                   bytes), many/ (100,000 empty files file-NNNNNN.dat)
+#   disk/img/       images of tree/: puzzlefs plain and zstd (PUZZLEFS),
+#                   erofs plain and lz4hc, squashfs zstd; puzzlefs images of
+#                   10, 10,000 and 100,000 inodes for the mount time
+#   disk/tree.tar   tree/ as a tar archive (for the tmpfs copy: mkfs.ext4 -d
+#                   takes quadratic time over a directory of 100,000 entries)
+#   bench-<key>.ext4  disk/ as an ext4 image (sparse), attached as a virtio disk
+# The guest mounts the bench disk, unpacks tree.tar into a tmpfs and mounts
+# each image, then runs test/bench/guest.sh (a second small disk, rebuilt each
+# run, carries guest.sh, the static pzbench helper and the settings).
+#
+# Settings (environment):
+#   REPS=3            repetitions per workload and mode (medians reported)
+#   FS="tmpfs erofs puzzlefs erofs-lz4hc squashfs-zstd puzzlefs-zstd"
+#   WORKLOADS="readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k"
+#   TIMEOUT_S=120     per run of a workload: a run that takes longer stops,
+#                     is reported as a timeout with the operations it did, and
+#                     the other runs of that workload on that file system are skipped
+#   NEG_LOOKUPS=20000 POS_LOOKUPS=20000 RAND_READS=3000
+#   BENCH_MEM=4096    guest memory, MiB
+#   BENCH_IMAGES_PREV=<images dir of another build>: a second boot of that
+#                     build's kernel + module in the same run (same bench disk,
+#                     puzzlefs file systems only); its figures appear as
+#                     "puzzlefs (prev)" columns (BENCH_PREV_LABEL names them)
+#   BENCH_LABEL=cur   name of this build in the JSON, BENCH_OUT=$O/bench
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+O=${O:-$top/output}
+IMAGES=${IMAGES:-$O/images}
+PUZZLEFS=${PUZZLEFS:-$O/host/bin/puzzlefs}
+CACHE=${BENCH_CACHE:-$O/bench-cache}
+OUT=${BENCH_OUT:-$O/bench}
+export REPS=${REPS:-3}
+export FS=${FS:-tmpfs erofs puzzlefs erofs-lz4hc squashfs-zstd puzzlefs-zstd}
+export WORKLOADS=${WORKLOADS:-readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k}
+export TIMEOUT_S=${TIMEOUT_S:-120}
+export NEG_LOOKUPS=${NEG_LOOKUPS:-20000} POS_LOOKUPS=${POS_LOOKUPS:-20000} RAND_READS=${RAND_READS:-3000}
+MIRROR=${BENCH_MIRROR:-http://deb.debian.org/debian}
+
+say() { echo ">>> bench: $*"; }
+die() { echo "bench: $*" >&2; exit 1; }
+
+[ -x "$PUZZLEFS" ] || die "$PUZZLEFS missing (run make first)"
+
+# debootstrap is needed by this target only: installed here, not by make deps.
+need_pkg() { # <command> <debian package>
+	command -v "$1" >/dev/null && return 0
+	while pgrep -x 'apt-get|dpkg|apt' >/dev/null; do
+		say "waiting for another apt/dpkg to finish"; sleep 10
+	done
+	say "installing $2 (apt-get)"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q "$2" >/dev/null
+}
+need_pkg debootstrap debootstrap
+need_pkg mkfs.erofs erofs-utils
+need_pkg mksquashfs squashfs-tools
+need_pkg mkfs.ext4 e2fsprogs
+need_pkg gcc gcc
+
+mkdir -p "$CACHE/disk" "$OUT"
+tree=$CACHE/tree img=$CACHE/disk/img
+
+# ---------------------------------------------------------------- the tree
+if [ ! -f "$CACHE/debian.done" ]; then
+	rm -rf "$tree/debian" "$CACHE/debian.tmp"
+	rm -f "$CACHE/extra.done" "$CACHE/peers.done" "$CACHE/pz.key" "$CACHE"/bench-*.ext4
+	mkdir -p "$tree"
+	say "debootstrap bookworm (minbase + python3) from $MIRROR"
+	nice -n 10 debootstrap --variant=minbase --include=python3 bookworm "$CACHE/debian.tmp" "$MIRROR" \
+		>"$CACHE/debootstrap.log" 2>&1 || die "debootstrap failed, see $CACHE/debootstrap.log"
+	# The apt lists and the downloaded .debs are not part of a root fs image.
+	rm -rf "$CACHE/debian.tmp/var/cache/apt/archives/"*.deb "$CACHE/debian.tmp/var/lib/apt/lists/"*
+	mv "$CACHE/debian.tmp" "$tree/debian"
+	touch "$CACHE/debian.done"
+fi
+if [ ! -f "$CACHE/extra.done" ]; then
+	say "random files and the 100,000-entry directory"
+	rm -rf "$tree/big" "$tree/many"
+	rm -f "$CACHE/peers.done" "$CACHE/pz.key" "$CACHE"/bench-*.ext4
+	mkdir -p "$tree/big" "$tree/many"
+	python3 - "$tree" <<-'EOF'
+	import os, random, sys
+	t = sys.argv[1]
+	for name, mib, s in (("32M.bin", 32, 32), ("128M.bin", 128, 128)):
+	    r = random.Random(s)
+	    with open(os.path.join(t, "big", name), "wb") as f:
+	        for _ in range(mib):
+	            f.write(r.randbytes(1 << 20))
+	for i in range(100000):
+	    open(os.path.join(t, "many", "file-%06d.dat" % i), "wb").close()
+	EOF
+	touch "$CACHE/extra.done"
+fi
+
+# ---------------------------------------------------------------- the images
+# Images made by mkfs.erofs / mksquashfs depend on the tree only; puzzlefs
+# images also on the puzzlefs tool (its hash is part of the key).
+pzkey=$(sha256sum "$PUZZLEFS" | cut -c1-12)
+digest_of() { # <oci dir> <tag>: the manifest digest of <tag> in index.json
+	sed 's/},{/}\n{/g' "$1/index.json" | grep "\"org.opencontainers.image.ref.name\":\"$2\"" \
+		| grep -o '"digest":"sha256:[0-9a-f]*"' | head -n1 | sed 's/.*sha256:\([0-9a-f]*\)"/\1/'
+}
+pzbuild() { # <name> <src> [build options]
+	local name=$1 src=$2
+	shift 2
+	rm -rf "${img:?}/$name" "$img/$name.digest"
+	nice -n 10 "$PUZZLEFS" -q build "$@" "$src" "$img/$name/oci" bench >/dev/null
+	digest_of "$img/$name/oci" bench >"$img/$name.digest"
+	[ -s "$img/$name.digest" ] || die "no tag bench in $img/$name/oci"
+}
+mkdir -p "$img"
+if [ ! -f "$CACHE/peers.done" ]; then
+	say "erofs, erofs lz4hc, squashfs zstd images"
+	rm -f "$img"/tree*.erofs "$img"/tree*.sqfs "$CACHE/disk/tree.tar" "$CACHE"/bench-*.ext4
+	tar -C "$tree" --numeric-owner -cf "$CACHE/disk/tree.tar" .
+	nice -n 10 mkfs.erofs --quiet "$img/tree.erofs" "$tree"
+	nice -n 10 mkfs.erofs --quiet -zlz4hc "$img/tree-lz4hc.erofs" "$tree"
+	nice -n 10 mksquashfs "$tree" "$img/tree-zstd.sqfs" -comp zstd -noappend -quiet -no-progress >/dev/null
+	touch "$CACHE/peers.done"
+fi
+if [ "$(cat "$CACHE/pz.key" 2>/dev/null)" != "$pzkey" ]; then
+	say "puzzlefs images (tool $PUZZLEFS, $pzkey)"
+	rm -f "$CACHE/pz.key"
+	pzbuild pz-plain "$tree"
+	pzbuild pz-zstd "$tree" -c
+	# Mount-time images: directories of 10 and 10,000 empty files, and many/.
+	for n in 10 10000; do
+		rm -rf "$CACHE/m$n"
+		mkdir -p "$CACHE/m$n"
+		(cd "$CACHE/m$n" && seq -f 'file-%06g.dat' 0 $((n - 1)) | xargs touch)
+	done
+	pzbuild pz-m10 "$CACHE/m10"
+	pzbuild pz-m10k "$CACHE/m10000"
+	pzbuild pz-m100k "$tree/many"
+	echo "$pzkey" >"$CACHE/pz.key"
+fi
+
+# ---------------------------------------------------------------- the disks
+disk=$CACHE/bench-$pzkey.ext4
+if [ ! -f "$disk" ]; then
+	say "bench disk $disk"
+	rm -f "$CACHE"/bench-*.ext4
+	{ echo "bench tree + images, puzzlefs tool $pzkey"; } >"$CACHE/disk/PZBENCH"
+	kib=$(du -sk "$CACHE/disk" | cut -f1)
+	inodes=$(find "$CACHE/disk" | wc -l)
+	nice -n 10 mkfs.ext4 -q -F -t ext4 -b 4096 -L pzbench -N $((inodes + inodes / 4 + 1000)) \
+		-E root_owner=0:0 -d "$CACHE/disk" "$disk.tmp" "$((kib + kib / 4 + 262144))K" >/dev/null
+	mv "$disk.tmp" "$disk"
+fi
+
+tools=$OUT/tools
+rm -rf "$tools"
+mkdir -p "$tools"
+gcc -O2 -Wall -static -o "$tools/pzbench" "$here/pzbench.c"
+cp "$here/guest.sh" "$tools/guest.sh"
+echo "bench tools" >"$tools/PZTOOLS"
+
+# ---------------------------------------------------------------- the runs
+# boot <label> <images dir> <file systems>: one boot, console in $OUT/console-<label>.log
+boot() {
+	local label=$1 images=$2 fs=$3
+	{
+		echo "LABEL=$label"
+		echo "REPS=$REPS"
+		echo "FS='$fs'"
+		echo "WORKLOADS='$WORKLOADS'"
+		echo "TIMEOUT_S=$TIMEOUT_S"
+		echo "NEG_LOOKUPS=$NEG_LOOKUPS POS_LOOKUPS=$POS_LOOKUPS RAND_READS=$RAND_READS"
+	} >"$tools/params.sh"
+	rm -f "$OUT/tools.ext4"
+	mkfs.ext4 -q -F -t ext4 -L pztools -E root_owner=0:0 -d "$tools" "$OUT/tools.ext4" 16M
+	say "boot $label ($images), file systems: $fs; REPS=$REPS"
+	PUZZLEFS_MEM=${BENCH_MEM:-4096} nice -n 10 expect "$here/boot.exp" "$images" "$OUT/console-$label.log" \
+		"${BENCH_MAX_S:-21600}" \
+		-drive "file=$disk,if=virtio,format=raw,snapshot=on" \
+		-drive "file=$OUT/tools.ext4,if=virtio,format=raw,snapshot=on" \
+		|| die "the $label run did not finish (console: $OUT/console-$label.log)"
+}
+
+# BENCH_PREPARE_ONLY=1: stop once the bench disk is made (no boot).
+[ -n "${BENCH_PREPARE_ONLY:-}" ] && { say "bench disk ready: $disk"; exit 0; }
+for f in "$IMAGES/bzImage" "$IMAGES/rootfs.cpio"; do
+	[ -e "$f" ] || die "$f missing (run make first)"
+done
+rm -f "$OUT"/console-*.log
+boot "${BENCH_LABEL:-cur}" "$IMAGES" "$FS"
+logs=("$OUT/console-${BENCH_LABEL:-cur}.log")
+if [ -n "${BENCH_IMAGES_PREV:-}" ]; then
+	pfs=""
+	for f in $FS; do case $f in puzzlefs*) pfs="$pfs $f" ;; esac; done
+	boot "${BENCH_PREV_LABEL:-prev}" "$BENCH_IMAGES_PREV" "${pfs# }"
+	logs+=("$OUT/console-${BENCH_PREV_LABEL:-prev}.log")
+fi
+
+{
+	echo "tree: $(du -sm "$tree/debian" | cut -f1) MiB, $(find "$tree/debian" | wc -l) entries in debian/;" \
+		"big/32M.bin, big/128M.bin; many/ with $(find "$tree/many" -type f | wc -l) entries"
+	echo "images (KiB): $(cd "$img" && du -sk pz-plain pz-zstd tree.erofs tree-lz4hc.erofs tree-zstd.sqfs | awk '{ printf "%s %s, ", $2, $1 }')"
+	echo "guest: $(grep -ho 'kernel [^,]*' "${logs[0]}" | head -n1 | tr -d '\r'), ${BENCH_MEM:-4096} MiB, TCG;" \
+		"REPS=$REPS TIMEOUT_S=$TIMEOUT_S NEG_LOOKUPS=$NEG_LOOKUPS POS_LOOKUPS=$POS_LOOKUPS RAND_READS=$RAND_READS"
+} >"$OUT/setup.txt"
+python3 "$here/report.py" "$OUT" "${logs[@]}"

@@ -1,0 +1,232 @@
+#!/usr/bin/env python3
+"""`make bench`, host side: turn the @@R lines of the console logs into
+<out>/results.json (every run, and the medians) and <out>/report.md (one
+table), and print the table.
+
+    report.py <out dir> <console log>...
+
+A cell is the median of the runs of that workload, mode and file system, in
+milliseconds. A run that hit the time limit makes the cell "timeout", with the
+time per operation it showed extrapolated to the full count (marked "~").
+"""
+import json
+import os
+import re
+import statistics
+import sys
+from pathlib import Path
+
+FS_ORDER = ["tmpfs", "erofs", "puzzlefs", "erofs-lz4hc", "squashfs-zstd", "puzzlefs-zstd"]
+FS_TITLE = {
+    "tmpfs": "tmpfs", "erofs": "erofs", "puzzlefs": "puzzlefs", "erofs-lz4hc": "erofs lz4hc",
+    "squashfs-zstd": "squashfs zstd", "puzzlefs-zstd": "puzzlefs zstd",
+}
+# (workload, mode, row title)
+ROWS = [
+    ("readall", "cold", "read every file (debian/), cold"),
+    ("readall", "warm", "read every file (debian/), warm"),
+    ("stat", "cold", "readdir + lstat every entry (debian/), cold"),
+    ("stat", "warm", "readdir + lstat every entry (debian/), warm"),
+    ("seq32", "cold", "32 MiB file, cold"),
+    ("seq32", "warm", "32 MiB file, warm"),
+    ("seq128", "cold", "128 MiB file, cold"),
+    ("seq128", "warm", "128 MiB file, warm"),
+    ("rand", "cold", "{rand} random 4 KiB preads (128 MiB file), cold"),
+    ("rand", "warm", "{rand} random 4 KiB preads (128 MiB file), warm"),
+    ("neg", "cold", "{neg} negative lookups, 100k dir, cold"),
+    ("neg", "warm", "{neg} negative lookups, 100k dir, warm"),
+    ("pos", "cold", "{pos} positive lookups, 100k dir, cold"),
+    ("pos", "warm", "{pos} positive lookups, 100k dir, warm"),
+    ("mount10", "cold", "mount, 10-inode image, cold"),
+    ("mount10k", "cold", "mount, 10,000-inode image, cold"),
+    ("mount100k", "cold", "mount, 100,000-inode image, cold"),
+    ("cache", "cold", "page cache KiB per MiB read (read every file, cold)"),
+]
+# Ratio columns: puzzlefs time / peer time (> 1: puzzlefs is slower).
+RATIOS = [("puzzlefs", "tmpfs"), ("puzzlefs", "erofs"),
+          ("puzzlefs-zstd", "erofs-lz4hc"), ("puzzlefs-zstd", "squashfs-zstd")]
+
+SEQ_BYTES = {"seq32": 32 << 20, "seq128": 128 << 20}
+LINE = re.compile(r"@@R (.*)")
+
+
+def parse(logs):
+    runs = []
+    for log in logs:
+        for line in Path(log).read_text(errors="replace").splitlines():
+            m = LINE.search(line)
+            if not m:
+                continue
+            kv = dict(p.split("=", 1) for p in m.group(1).strip().split() if "=" in p)
+            run = {k: kv[k] for k in ("label", "fs", "wl", "mode") if k in kv}
+            run["rep"] = int(kv.get("rep", 0))
+            if "error" in kv:
+                run["error"] = kv["error"]
+            else:
+                for k in ("ms",):
+                    run[k] = float(kv[k])
+                for k in ("ops", "bytes", "cached_kib", "timeout"):
+                    run[k] = int(kv[k])
+            runs.append(run)
+    return runs
+
+
+def cell(runs, full_ops, unit="ops"):
+    """The summary of the runs of one (label, fs, workload, mode); full_ops:
+    the count of `unit` (ops or bytes) a complete run does."""
+    if not runs:
+        return None
+    errs = [r for r in runs if "error" in r]
+    if errs:
+        return {"error": errs[0]["error"]}
+    out = [r for r in runs if r["timeout"]]
+    if out:
+        r = out[0]
+        est = r["ms"] / r[unit] * full_ops if r[unit] and full_ops else None
+        return {"timeout": True, "ms": r["ms"], "ops": r["ops"], "bytes": r["bytes"], "estimate_ms": est}
+    return {"ms": statistics.median(r["ms"] for r in runs), "runs": len(runs)}
+
+
+def fmt(c):
+    if c is None:
+        return "–"
+    if "error" in c:
+        return "error"
+    if c.get("timeout"):
+        est = c.get("estimate_ms")
+        return f"timeout (~{est:,.0f})" if est else "timeout"
+    v = c["ms"]
+    return f"{v:,.0f}" if v >= 10 else f"{v:.2f}"
+
+
+def value(c):
+    if c is None or "error" in c:
+        return None
+    return c.get("estimate_ms") if c.get("timeout") else c["ms"]
+
+
+def main():
+    out = Path(sys.argv[1])
+    runs = parse(sys.argv[2:])
+    if not runs:
+        sys.exit("report: no @@R lines in " + " ".join(sys.argv[2:]))
+    labels = []
+    for r in runs:
+        if r["label"] not in labels:
+            labels.append(r["label"])
+    cur = labels[0]
+    # The counts the guest was given (bench.sh exports them).
+    full = {"rand": int(os.environ.get("RAND_READS", 3000)),
+            "neg": int(os.environ.get("NEG_LOOKUPS", 20000)),
+            "pos": int(os.environ.get("POS_LOOKUPS", 20000))}
+    counts = full
+
+    def runs_of(label, fs, wl, mode):
+        return [r for r in runs if r["label"] == label and r["fs"] == fs and r["wl"] == wl and r["mode"] == mode]
+
+    def cache_cell(label, fs):
+        rs = [r for r in runs_of(label, fs, "readall", "cold") if "error" not in r and not r["timeout"]]
+        vals = [r["cached_kib"] / (r["bytes"] / 1048576) for r in rs if r["bytes"]]
+        return {"ms": statistics.median(vals), "runs": len(vals)} if vals else None
+
+    table = {}
+    for label in labels:
+        for fs in FS_ORDER:
+            for wl, mode, _ in ROWS:
+                if wl == "cache":
+                    c = cache_cell(label, fs)
+                elif wl in SEQ_BYTES:
+                    c = cell(runs_of(label, fs, wl, mode), SEQ_BYTES[wl], "bytes")
+                else:
+                    c = cell(runs_of(label, fs, wl, mode), full.get(wl))
+                if c is not None:
+                    table.setdefault(label, {}).setdefault(fs, {})[f"{wl}/{mode}"] = c
+
+    # The first log's build is "this build". A file system it did not run
+    # (e.g. a puzzlefs-only run compared with a full one) comes from the
+    # first other build that ran it, named in its column title.
+    src = {}
+    for fs in FS_ORDER:
+        for lb in labels:
+            if fs in table.get(lb, {}):
+                src[fs] = lb
+                break
+    cols = [(src[fs], fs, FS_TITLE[fs] if src[fs] == cur else f"{FS_TITLE[fs]} ({src[fs]})")
+            for fs in FS_ORDER if fs in src]
+    prev = [lb for lb in labels if lb != cur]
+    for lb in prev:
+        for fs in ("puzzlefs", "puzzlefs-zstd"):
+            if fs in table.get(lb, {}) and src.get(fs) == cur:
+                cols.append((lb, fs, f"{FS_TITLE[fs]} ({lb})"))
+    head = [""] + [t for _, _, t in cols] + [f"{FS_TITLE[a]} ÷ {FS_TITLE[b]}" for a, b in RATIOS]
+    for lb in prev:
+        for fs in ("puzzlefs", "puzzlefs-zstd"):
+            if fs in table.get(lb, {}) and src.get(fs) == cur:
+                head.append(f"{FS_TITLE[fs]}: {cur} ÷ {lb}")
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for wl, mode, title in ROWS:
+        cells = [table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}") for lb, fs, _ in cols]
+        if all(c is None for c in cells):
+            continue
+        row = [title.format(**{k: f"{v:,}" for k, v in counts.items()})] + [fmt(c) for c in cells]
+        for a, b in RATIOS:
+            va = value(table.get(src.get(a), {}).get(a, {}).get(f"{wl}/{mode}"))
+            vb = value(table.get(src.get(b), {}).get(b, {}).get(f"{wl}/{mode}"))
+            row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
+        for lb in prev:
+            for fs in ("puzzlefs", "puzzlefs-zstd"):
+                if fs in table.get(lb, {}) and src.get(fs) == cur:
+                    va = value(table.get(cur, {}).get(fs, {}).get(f"{wl}/{mode}"))
+                    vb = value(table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}"))
+                    row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
+        lines.append("| " + " | ".join(row) + " |")
+
+    # The targets of issue 12, from this run (this build's columns).
+    def v(fs, key):
+        return value(table.get(src.get(fs), {}).get(fs, {}).get(key))
+
+    def target(text, got, ok):
+        if got is None:
+            return f"- {text}: not measured"
+        return f"- {text}: {got:.2f} ({'met' if ok(got) else 'not met'})"
+
+    def ratio(a, b):
+        return a / b if a is not None and b else None
+
+    tg = ["", "Targets (issue 12), this build:"]
+    for fs in ("puzzlefs", "puzzlefs-zstd"):
+        r = ratio(v(fs, "seq128/cold"), v(fs, "seq32/cold"))
+        tg.append(target(f"{FS_TITLE[fs]}: 128 MiB ÷ 32 MiB file time, cold (≤ 4.4)", r, lambda x: x <= 4.4))
+    r = ratio(v("erofs", "readall/cold"), v("puzzlefs", "readall/cold"))
+    tg.append(target("read every file cold, puzzlefs throughput ÷ erofs (≥ 0.8)", r, lambda x: x >= 0.8))
+    r = ratio(v("squashfs-zstd", "readall/cold"), v("puzzlefs-zstd", "readall/cold"))
+    tg.append(target("read every file cold, puzzlefs zstd throughput ÷ squashfs zstd (≥ 0.8)", r, lambda x: x >= 0.8))
+    r = ratio(v("tmpfs", "readall/warm"), v("puzzlefs", "readall/warm"))
+    tg.append(target("read every file warm, puzzlefs throughput ÷ tmpfs (≥ 0.9)", r, lambda x: x >= 0.9))
+    r = ratio(v("erofs", "stat/cold"), v("puzzlefs", "stat/cold"))
+    tg.append(target("readdir + lstat cold, puzzlefs speed ÷ erofs (≥ 0.8)", r, lambda x: x >= 0.8))
+    r = ratio(v("puzzlefs", "neg/cold"), v("erofs", "neg/cold"))
+    tg.append(target("negative lookups cold, puzzlefs time ÷ erofs (≤ 2)", r, lambda x: x <= 2))
+    r = ratio(v("puzzlefs", "mount100k/cold"), v("puzzlefs", "mount10/cold"))
+    tg.append(target("mount time, 100,000-inode ÷ 10-inode image (≤ 2)", r, lambda x: x <= 2))
+    c = v("puzzlefs", "cache/cold")
+    tg.append(target("puzzlefs page-cache growth, MiB per MiB read (≤ 1.1)", c / 1024 if c is not None else None,
+                     lambda x: x <= 1.1))
+    lines += tg
+
+    setup = (out / "setup.txt").read_text() if (out / "setup.txt").exists() else ""
+    md = ["# make bench", "", "Milliseconds, median of the runs (page cache row: KiB of page-cache growth per",
+          "MiB read). \"timeout (~N)\": the run hit TIMEOUT_S; N extrapolates its time per",
+          "operation to the full count. Ratio columns: puzzlefs time ÷ the peer's (> 1 = puzzlefs slower).",
+          "Compressed peers are compared with puzzlefs zstd, the others with plain puzzlefs.", ""]
+    md += ["    " + s for s in setup.splitlines()] + [""]
+    md += lines
+    (out / "report.md").write_text("\n".join(md) + "\n")
+    (out / "results.json").write_text(json.dumps({"runs": runs, "summary": table, "counts": counts},
+                                                  indent=1) + "\n")
+    print("\n".join(lines))
+    print(f"\n(written: {out / 'report.md'}, {out / 'results.json'})")
+
+
+if __name__ == "__main__":
+    main()
