@@ -96,7 +96,7 @@
 enum {
 	L_DIR_COOKIE, L_DIR_ORDER, L_DIR_SIZE, L_DIR_SEEK, L_SEEK_HOLE, L_ODIRECT, L_FIEMAP,
 	L_FIBMAP, L_FSFLAGS, L_FSID, L_VERITY, L_STORAGE, L_TIMES, L_INO, L_DEV,
-	L_STATX_EXTRA, L_XATTR_ORDER, L_ACL, L_SECURITY, L_MAXBYTES, L_N
+	L_STATX_EXTRA, L_XATTR_ORDER, L_ACL, L_SECURITY, L_MAXBYTES, L_DIR_NLINK, L_N
 };
 
 static const struct legit {
@@ -109,6 +109,9 @@ static const struct legit {
 	[L_DIR_ORDER] = { "order of directory entries",
 		"ext4 returns hash or insertion order, puzzlefs the image's sorted order",
 		"the same set of (name, d_type), each once; d_ino equal to the entry's st_ino" },
+	[L_DIR_NLINK] = { "st_nlink/stx_nlink of directories", "ext4: 2 + subdirectories",
+		"1, as btrfs: an image is untrusted, and find/fts read a count below 2 as unknown "
+		"instead of skipping entries on a wrong count (a hard-linked file's count is compared)" },
 	[L_DIR_SIZE] = { "st_size/stx_size of directories", "ext4: bytes of directory blocks",
 		"any value (lseek SEEK_END/DATA/HOLE on the directory use it consistently)" },
 	[L_DIR_SEEK] = { "lseek and getdents64 on a directory at an arbitrary position",
@@ -441,10 +444,21 @@ static void rino(struct rec *r, int side, const struct par *p, uint64_t ino, uin
 	rp(r, "ino~%u ", seen_ino(side, ino ^ (dev * 0xff51afd7ed558ccdULL), idx));
 }
 
+/* A directory's link count: any on ext4, exactly 1 on puzzlefs (L_DIR_NLINK). */
+static void rnlink(struct rec *r, int side, unsigned mode, unsigned long nlink)
+{
+	if (S_ISDIR(mode) && !exact_mode && (side == 0 || nlink == 1)) {
+		legit_used[L_DIR_NLINK]++;
+		rp(r, "nlink=dir ");
+		return;
+	}
+	rp(r, "nlink=%lu ", nlink);
+}
+
 static void rstat(struct rec *r, int side, const struct par *p, const struct stat *st)
 {
 	rp(r, "mode=%o uid=%u gid=%u ", st->st_mode, st->st_uid, st->st_gid);
-	rp(r, "nlink=%lu ", (unsigned long)st->st_nlink);
+	rnlink(r, side, st->st_mode, (unsigned long)st->st_nlink);
 	if (!S_ISDIR(st->st_mode) || exact_mode)
 		rp(r, "size=%lld ", (long long)st->st_size);
 	else
@@ -525,7 +539,8 @@ static void op_statx(int side, struct par *p, struct rec *r)
 		return;
 	rp(r, "mask=%x ", sx.stx_mask & STATX_BASIC_STATS & ~(exact_mode ? 0 : STATX_BLOCKS));
 	legit_used[L_STATX_EXTRA]++;
-	rp(r, "mode=%o uid=%u gid=%u nlink=%u ", sx.stx_mode, sx.stx_uid, sx.stx_gid, sx.stx_nlink);
+	rp(r, "mode=%o uid=%u gid=%u ", sx.stx_mode, sx.stx_uid, sx.stx_gid);
+	rnlink(r, side, sx.stx_mode, sx.stx_nlink);
 	if (!S_ISDIR(sx.stx_mode) || exact_mode)
 		rp(r, "size=%llu ", (unsigned long long)sx.stx_size);
 	if (S_ISCHR(sx.stx_mode) || S_ISBLK(sx.stx_mode))
