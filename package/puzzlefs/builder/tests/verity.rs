@@ -166,8 +166,14 @@ fn rebuilt_fixture_manifests_match_the_other_implementation() {
     let src = tempfile::tempdir().unwrap();
     untar_fixture(src.path());
     let oci = tempfile::tempdir().unwrap();
-    let plain = build(&src.path().join("src"), oci.path(), "plain", &[]);
-    let zstd = build(&src.path().join("src"), oci.path(), "zstd", &["-c"]);
+    // The stream chunking policy is the other implementation's.
+    let plain = build(&src.path().join("src"), oci.path(), "plain", &["--chunking", "stream"]);
+    let zstd = build(
+        &src.path().join("src"),
+        oci.path(),
+        "zstd",
+        &["-c", "--chunking", "stream"],
+    );
     let fx = fixture().join("oci");
     let fxd = OciDir::open(&fx).unwrap();
     // The same manifest digest means the same manifest bytes: layers and
