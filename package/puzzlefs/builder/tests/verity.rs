@@ -167,7 +167,12 @@ fn rebuilt_fixture_manifests_match_the_other_implementation() {
     untar_fixture(src.path());
     let oci = tempfile::tempdir().unwrap();
     // The stream chunking policy is the other implementation's.
-    let plain = build(&src.path().join("src"), oci.path(), "plain", &["--chunking", "stream"]);
+    let plain = build(
+        &src.path().join("src"),
+        oci.path(),
+        "plain",
+        &["--chunking", "stream"],
+    );
     let zstd = build(
         &src.path().join("src"),
         oci.path(),
