@@ -3,11 +3,11 @@
 # on the host build's configured and built tree:
 #  1. `make rustfmtcheck`: every Rust file of the tree, ours included, is
 #     formatted as the kernel's .rustfmt.toml wants;
-#  2. `CLIPPY=1`: rust/ (kernel, puzzlefs_format; capnp and hex are
+#  2. `CLIPPY=1`: rust/ (kernel, puzzlefs_format; capnp is
 #     skip_clippy) and fs/puzzlefs/ rebuilt with clippy-driver, no warning;
 #  3. the exported series (support for `make kernel-series`): `git am` onto
 #     the pristine tree, then checkpatch.pl over every patch: no error, and
-#     warnings only LONG_LINE* in vendored (rust/capnp, rust/hex) or
+#     warnings only LONG_LINE* in vendored (rust/capnp) or
 #     generated (rust/puzzlefs_format/generated) code;
 #  4. documentation: Documentation/filesystems/puzzlefs.rst parses with
 #     docutils without a warning (the Sphinx-free part of `make htmldocs`),
@@ -85,7 +85,7 @@ if "$REPO/package/puzzlefs/kernel/export-series.sh" $build_args "$SERIES" >>"$LO
 		kind != "" && /^#[0-9]+: FILE: / {
 			file = $3; sub(/:[0-9]+:$/, "", file)
 			allowed = kind ~ /^WARNING:LONG_LINE/ &&
-				file ~ /^rust\/(capnp|hex|puzzlefs_format\/generated)\//
+				file ~ /^rust\/(capnp|puzzlefs_format\/generated)\//
 			if (!allowed) printf "%s: %s (%s)\n", patch, what, file
 			kind = ""; next
 		}

@@ -18,7 +18,7 @@ ifeq ($(BR2_LINUX_KERNEL_EXT_PUZZLEFS),y)
 # instantiates the linux package, while external.mk is read afterwards,
 # too late for dependencies and downloads.
 
-# The third-party crates compiled into the kernel (capnp, hex), and
+# The third-party crates compiled into the kernel (capnp), and
 # capnpc with its dependencies to generate the schema readers: exactly
 # package/puzzlefs/kernel/crates/Cargo.lock (make test compares them).
 # They are linux downloads, so 'make source', legal-info and the hash
@@ -27,8 +27,7 @@ ifeq ($(BR2_LINUX_KERNEL_EXT_PUZZLEFS),y)
 PUZZLEFS_KERNEL_CRATES = \
 	capnp@0.27.3 \
 	capnpc@0.27.0 \
-	embedded-io@0.7.1 \
-	hex@0.4.3
+	embedded-io@0.7.1
 # check-package TypoInPackageVariable
 LINUX_EXTRA_DOWNLOADS += \
 	$(foreach c,$(PUZZLEFS_KERNEL_CRATES),https://static.crates.io/crates/$(firstword $(subst @, ,$(c)))/$(subst @,-,$(c)).crate)

@@ -66,7 +66,7 @@ key=$( {
 	[ -n "$HOSTO" ] && cat "$HOSTO"/build/used-settings.* 2>/dev/null
 	# what section 7 compares with
 	kd=$(cat "$HOSTO/build/linux-dir" 2>/dev/null) && [ -d "$kd/rust" ] &&
-		(cd "$kd/rust" && find capnp hex puzzlefs_format -type f 2>/dev/null | LC_ALL=C sort | xargs sha256sum)
+		(cd "$kd/rust" && find capnp puzzlefs_format -type f 2>/dev/null | LC_ALL=C sort | xargs sha256sum)
 	/bin/busybox --list 2>/dev/null
 	ls "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/ 2>/dev/null
 } | sha256sum | cut -d' ' -f1)
@@ -377,7 +377,7 @@ section7() {
 # --- 7. the kernel crates, vendored offline as the extension does -----------
 # prepare-tree.sh with PUZZLEFS_KERNEL_CRATES_DL (Buildroot's linux download
 # directory) on the .crate files at hand must give the host build's kernel
-# tree the same rust/capnp, rust/hex and rust/puzzlefs_format.
+# tree the same rust/capnp and rust/puzzlefs_format.
 linux_dir=$(cat "$HOSTO/build/linux-dir" 2>/dev/null)
 cache=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/cache/*/ 2>/dev/null | head -n1)
 if [ -z "$linux_dir" ] || [ ! -d "$linux_dir/rust/capnp" ]; then
@@ -394,7 +394,7 @@ done
 : >"$W/ktree/Makefile"
 if PUZZLEFS_KERNEL_CRATES_DL=$dl PUZZLEFS_KERNEL_CACHE=$W/kernel-crates-cache \
 	"$REPO/package/puzzlefs/kernel/prepare-tree.sh" "$W/ktree" crates >"$W/ktree.log" 2>&1; then
-	for d in capnp hex puzzlefs_format; do
+	for d in capnp puzzlefs_format; do
 		if diff -r "$W/ktree/rust/$d" "$linux_dir/rust/$d" >"$W/ktree-$d.diff" 2>&1; then
 			ok "kernel crates vendored offline from .crate files: rust/$d = the host build's"
 		else

@@ -9,7 +9,7 @@
 #
 # Parts (default: all of them):
 #   <path>   a file or directory under src/ (laid out as in the kernel tree)
-#   crates   rust/capnp, rust/hex (sources pinned by crates/Cargo.lock,
+#   crates   rust/capnp (sources pinned by crates/Cargo.lock,
 #            patched with crates/patches/<crate>/*.patch),
 #            rust/puzzlefs_format (package/puzzlefs/format/src) and
 #            rust/puzzlefs_format/generated/*_capnp.rs (capnpc-rust output
@@ -84,7 +84,7 @@ fetch_crates() {
 		"$CRATES"/patches/*/*.patch "$0"; echo "${PUZZLEFS_KERNEL_CRATES_DL:+offline}"; } \
 		| sha256sum | cut -d' ' -f1)
 	[ "$(cat "$CACHE/.stamp" 2>/dev/null)" = "$sum" ] && [ -x "$PLUGIN" ] && return 0
-	echo "prepare-tree: fetching capnp $(locked_version capnp), hex $(locked_version hex) into $CACHE" >&2
+	echo "prepare-tree: fetching capnp $(locked_version capnp) into $CACHE" >&2
 	rm -rf "$CACHE/vendor" "$CACHE/stage"
 	mkdir -p "$CACHE"
 	if [ -n "${PUZZLEFS_KERNEL_CRATES_DL:-}" ]; then
@@ -100,7 +100,7 @@ fetch_crates() {
 	env -u CARGO_BUILD_TARGET "$CARGO" build "$@" --locked --release --quiet \
 		--manifest-path "$CRATES/Cargo.toml" --target-dir "$CACHE/target" \
 		-p capnpc --bin capnpc-rust || die "building capnpc-rust failed"
-	for c in capnp:MIT "hex:Apache-2.0 OR MIT"; do
+	for c in capnp:MIT; do
 		name=${c%%:*}
 		version=$(locked_version "$name")
 		[ -n "$version" ] || die "$name is not in $CRATES/Cargo.lock"
@@ -133,7 +133,7 @@ stage_format() {
 prepare_crates() {
 	command -v "$CARGO" >/dev/null || die "cargo not found (set CARGO)"
 	fetch_crates
-	for name in capnp hex; do
+	for name in capnp; do
 		sync_dir "$CACHE/stage/$name" "$LINUX_DIR/rust/$name"
 	done
 	tmp=$(mktemp -d "$CACHE/format.XXXXXX")

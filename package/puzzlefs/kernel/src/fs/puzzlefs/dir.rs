@@ -12,16 +12,13 @@ use crate::error::{inode_error, ResultExt};
 use crate::inode::{iget, DirOrder, Extra};
 use crate::PuzzleFs;
 use kernel::fs::{
-    dir::{DirEmitter, DirEntryType},
+    dir::{DirEmitter, DirEntryType, NAME_MAX},
     inode::{INode, INodeRef},
 };
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sched::cond_resched;
 use puzzlefs_format::{Dir, Error as FormatError, InodeKind};
-
-/// Longest name an entry can have.
-const NAME_MAX: usize = 255;
 
 fn entry_type(kind: InodeKind) -> DirEntryType {
     match kind {

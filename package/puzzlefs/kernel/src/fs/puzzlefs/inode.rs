@@ -7,7 +7,7 @@
 use crate::error::{inode_error, ResultExt};
 use crate::PuzzleFs;
 use kernel::fs::{
-    inode::{INodeRef, Lookup, Params, Type},
+    inode::{self, INodeRef, Lookup, Params, Type},
     sb::SuperBlock,
 };
 use kernel::pr_err_ratelimited;
@@ -142,7 +142,7 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
         let rdev = rdev.ok_or(corrupt("device without numbers"))?;
         let major = u32::try_from(rdev.major).map_err(|_| corrupt("device major too large"))?;
         let minor = u32::try_from(rdev.minor).map_err(|_| corrupt("device minor too large"))?;
-        if major >= 1 << 12 || minor >= 1 << 20 {
+        if !inode::valid_dev(major, minor) {
             return Err(corrupt("device number out of range"));
         }
         Ok((major, minor))
@@ -154,7 +154,7 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
             let target = inode
                 .symlink_target()?
                 .ok_or(corrupt("symlink without target"))?;
-            if target.is_empty() || target.len() >= kernel::page::PAGE_SIZE || target.contains(&0) {
+            if target.is_empty() || target.len() > inode::SYMLINK_MAX || target.contains(&0) {
                 return Err(corrupt("symlink target empty, too long or with a NUL"));
             }
             (Type::Lnk, target.len() as u64)

@@ -40,6 +40,7 @@ use crate::PuzzleFs;
 use core::fmt;
 use kernel::fs::{
     context::{FsContext, Param},
+    dir,
     file::{PrivateMount, RegularFile},
     sb::{New, Stat, SuperBlock, MAX_STACK_DEPTH},
     seq::SeqFile,
@@ -520,7 +521,7 @@ pub(crate) fn fill_super(
 pub(crate) fn statfs(info: &Info) -> Stat {
     Stat {
         magic: PUZZLEFS_MAGIC,
-        namelen: 255,
+        namelen: dir::NAME_MAX as i64,
         bsize: kernel::page::PAGE_SIZE as i64,
         blocks: info.metadata_bytes.div_ceil(kernel::page::PAGE_SIZE as u64),
         files: info.max_ino,

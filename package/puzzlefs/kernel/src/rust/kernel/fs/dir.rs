@@ -13,6 +13,9 @@ use crate::error::from_result;
 use crate::ffi;
 use core::marker::PhantomData;
 
+/// Longest name a directory entry can have (`NAME_MAX`).
+pub const NAME_MAX: usize = bindings::NAME_MAX as usize;
+
 /// The type of a directory entry, as `readdir` reports it (`DT_*`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]

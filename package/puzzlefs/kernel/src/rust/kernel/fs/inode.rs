@@ -207,6 +207,14 @@ pub struct NewINode<T: FileSystem>(NonNull<bindings::inode>, PhantomData<(T, *mu
 
 const MINORBITS: u32 = 20;
 
+/// Whether `major:minor` fits a kernel device number (`MKDEV`: 12 and 20 bits).
+pub fn valid_dev(major: u32, minor: u32) -> bool {
+    major < (1 << (32 - MINORBITS)) && minor < (1 << MINORBITS)
+}
+
+/// Longest symbolic link target: one page holds it with its NUL (`page_get_link`).
+pub const SYMLINK_MAX: usize = crate::page::PAGE_SIZE - 1;
+
 impl<T: FileSystem> NewINode<T> {
     /// Wraps a new inode.
     ///
@@ -242,14 +250,14 @@ impl<T: FileSystem> NewINode<T> {
         let blocks = (size as u64).div_ceil(512);
         let rdev = match params.typ {
             Type::Chr(major, minor) | Type::Blk(major, minor) => {
-                if major >= (1 << (32 - MINORBITS)) || minor >= (1 << MINORBITS) {
+                if !valid_dev(major, minor) {
                     return Err(EINVAL);
                 }
                 (major << MINORBITS) | minor
             }
             _ => 0,
         };
-        if params.typ == Type::Lnk && (size == 0 || size >= bindings::PAGE_SIZE as i64) {
+        if params.typ == Type::Lnk && (size == 0 || size > SYMLINK_MAX as i64) {
             return Err(ENAMETOOLONG);
         }
         let perm = u32::from(params.mode) & 0o7777;
