@@ -77,6 +77,10 @@ locked_version() {
 		"$CRATES/Cargo.lock"
 }
 
+# Third-party crates compiled into the kernel, as <crate>:<SPDX licence
+# without spaces>, separated by spaces.
+VENDORED="capnp:MIT"
+
 # Fetches the pinned crates and builds the capnpc-rust plugin, once per
 # change of the pins or the local patches; the result is kept in $CACHE.
 fetch_crates() {
@@ -100,7 +104,7 @@ fetch_crates() {
 	env -u CARGO_BUILD_TARGET "$CARGO" build "$@" --locked --release --quiet \
 		--manifest-path "$CRATES/Cargo.toml" --target-dir "$CACHE/target" \
 		-p capnpc --bin capnpc-rust || die "building capnpc-rust failed"
-	for c in capnp:MIT; do
+	for c in $VENDORED; do
 		name=${c%%:*}
 		version=$(locked_version "$name")
 		[ -n "$version" ] || die "$name is not in $CRATES/Cargo.lock"
@@ -133,7 +137,8 @@ stage_format() {
 prepare_crates() {
 	command -v "$CARGO" >/dev/null || die "cargo not found (set CARGO)"
 	fetch_crates
-	for name in capnp; do
+	for c in $VENDORED; do
+		name=${c%%:*}
 		sync_dir "$CACHE/stage/$name" "$LINUX_DIR/rust/$name"
 	done
 	tmp=$(mktemp -d "$CACHE/format.XXXXXX")
