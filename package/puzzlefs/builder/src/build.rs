@@ -13,7 +13,7 @@
 //!    tag at the manifest in index.json, under the index lock (held for
 //!    that step only); a failure leaves index.json as it was.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
@@ -387,16 +387,42 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
 
     let mut verity_map: BTreeMap<Digest, [u8; 32]> = BTreeMap::new();
     if let Some(b) = &base_image {
-        for e in b
-            .manifest()
-            .verity_entries()
-            .map_err(|e| anyhow!("base manifest: {e}"))?
-        {
-            let e = e.map_err(|e| anyhow!("base manifest: {e}"))?;
-            if let Ok(v) = <[u8; 32]>::try_from(e.verity) {
-                verity_map.insert(e.digest, v);
+        // The delta reuses every blob of the base: its metadata layers and
+        // the chunks of every file of every layer (shadowed ones included,
+        // as `enable-fs-verity` checks them). Their entries are measured
+        // again from the blob files, not copied from the base manifest:
+        // older builds of this tool recorded wrong ones (every blob of one
+        // block), and `enable-fs-verity` and the driver's verity=require
+        // refuse a blob whose entry is wrong. A blob this build has just
+        // measured (the same digest is the same bytes) or a metadata layer
+        // already read is not read again.
+        for (r, bytes) in b.layer_refs().iter().zip(b.layer_bytes()) {
+            verity_map.insert(r.digest, verity::measure(bytes));
+        }
+        let known: HashMap<Digest, [u8; 32]> =
+            chunks.iter().map(|c| (c.digest, c.verity)).collect();
+        let mut todo = BTreeSet::new();
+        for layer in &base_layers {
+            for inode in layer.inodes() {
+                let err = |e| anyhow!("base image, inode {}: {e}", inode.ino());
+                if inode.kind().map_err(err)? != InodeKind::File {
+                    continue;
+                }
+                for c in inode.file().map_err(err)?.chunks() {
+                    let d = c.map_err(err)?.blob.digest;
+                    match known.get(&d) {
+                        Some(v) => {
+                            verity_map.insert(d, *v);
+                        }
+                        None => {
+                            todo.insert(d);
+                        }
+                    }
+                }
             }
         }
+        let todo: Vec<Digest> = todo.into_iter().collect();
+        verity_map.extend(measure_blobs(&oci, &todo, threads)?);
     }
     let used: HashSet<Digest> = recs
         .iter()
@@ -436,6 +462,45 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         manifest_size: manifest.len() as u64,
         stats,
     })
+}
+
+/// The fs-verity measurement of each blob of `digests`, read from the OCI
+/// directory (and checked against its name, so that a damaged blob is an
+/// error rather than a recorded measurement of the damage), on `threads`
+/// threads.
+fn measure_blobs(
+    oci: &OciDir,
+    digests: &[Digest],
+    threads: usize,
+) -> Result<Vec<(Digest, [u8; 32])>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || -> Result<Vec<(Digest, [u8; 32])>> {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(d) = digests.get(i) else {
+                return Ok(out);
+            };
+            let blob = oci
+                .read_blob(d)
+                .with_context(|| format!("blob {} of the base image", hex::encode(d)))?;
+            out.push((*d, verity::measure(&blob)));
+        }
+    };
+    let parts: Vec<Result<Vec<_>>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.clamp(1, digests.len().max(1)))
+            .map(|_| s.spawn(work))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("verity worker panicked"))
+            .collect()
+    });
+    let mut all = Vec::with_capacity(digests.len());
+    for p in parts {
+        all.extend(p?);
+    }
+    Ok(all)
 }
 
 fn scan_base(layers: &[puzzlefs_format::Layer<'_>]) -> Result<Base> {
