@@ -30,12 +30,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Context, Result};
 use sha2::{Digest as _, Sha256};
 use zstd::stream::raw::{Encoder, InBuffer, Operation, OutBuffer};
 
 use puzzlefs_format::Digest;
 
+use crate::error::{Error, Result};
 use crate::oci::OciDir;
 use crate::progress::Progress;
 use crate::verity;
@@ -219,7 +219,7 @@ pub fn chunk_and_store(
     let job_rx = Mutex::new(job_rx);
     let (res_tx, res_rx) = mpsc::channel::<Result<(usize, ChunkInfo)>>();
     let mut out: Vec<Option<ChunkInfo>> = Vec::new();
-    let mut first_err: Option<anyhow::Error> = None;
+    let mut first_err: Option<Error> = None;
     let mut maps = Vec::new();
     std::thread::scope(|s| {
         let reader = {
@@ -231,7 +231,7 @@ pub fn chunk_and_store(
                 match r.read_all(&files) {
                     Ok(maps) => maps,
                     Err(e) => {
-                        let _ = res_tx.send(Err(anyhow!(e)));
+                        let _ = res_tx.send(Err(Error::Read(e)));
                         Vec::new()
                     }
                 }
@@ -281,7 +281,7 @@ pub fn chunk_and_store(
         match reader.join() {
             Ok(m) => maps = m,
             Err(_) => {
-                first_err.get_or_insert(anyhow!("internal: the reader thread panicked"));
+                first_err.get_or_insert(Error::Internal("the reader thread panicked"));
             }
         }
     });
@@ -290,7 +290,7 @@ pub fn chunk_and_store(
     }
     let chunks = out
         .into_iter()
-        .map(|c| c.ok_or_else(|| anyhow!("internal: missing chunk result")))
+        .map(|c| c.ok_or(Error::Internal("missing chunk result")))
         .collect::<Result<_>>()?;
     Ok(Stored {
         chunks,
@@ -695,7 +695,10 @@ struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     fn new(oci: &'a OciDir, compression: Option<i32>, sized: bool) -> Result<Self> {
-        let encoder = compression.map(Encoder::new).transpose().context("zstd")?;
+        let encoder = compression
+            .map(Encoder::new)
+            .transpose()
+            .map_err(Error::Compress)?;
         let zbuf = if encoder.is_some() {
             Vec::with_capacity(zstd::zstd_safe::compress_bound(MAX_CHUNK as usize))
         } else {
@@ -713,7 +716,7 @@ impl<'a> Worker<'a> {
     fn store(&mut self, data: &[u8]) -> Result<ChunkInfo> {
         let compressed = match &mut self.encoder {
             Some(enc) => {
-                compress(enc, data, self.sized, &mut self.zbuf).context("zstd")?;
+                compress(enc, data, self.sized, &mut self.zbuf).map_err(Error::Compress)?;
                 self.zbuf.len() < data.len()
             }
             None => false,
