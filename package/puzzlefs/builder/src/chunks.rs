@@ -35,7 +35,7 @@ use zstd::stream::raw::{Encoder, InBuffer, Operation, OutBuffer};
 
 use puzzlefs_format::Digest;
 
-use crate::error::{Error, Result};
+use crate::error::{io_at, Error, Result};
 use crate::oci::OciDir;
 use crate::progress::Progress;
 use crate::verity;
@@ -159,28 +159,24 @@ impl SrcFile {
     /// a fifo, and checks that it is the regular file the scan saw: a file
     /// swapped for another, a fifo or a symlink during the build is an error
     /// naming it, not a hang or a read of something else.
-    fn open(&self) -> io::Result<fs::File> {
+    fn open(&self) -> Result<fs::File> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let named =
-            |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.path.display()));
         let f = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(&self.path)
-            .map_err(named)?;
-        let m = f.metadata().map_err(named)?;
+            .map_err(io_at(&self.path))?;
+        let m = f.metadata().map_err(io_at(&self.path))?;
         if !m.is_file() || m.dev() != self.dev || m.ino() != self.ino {
-            return Err(io::Error::other(format!(
-                "{}: replaced by another file during the build",
-                self.path.display()
-            )));
+            return Err(Error::Replaced {
+                path: self.path.clone(),
+            });
         }
         if m.len() != self.size {
-            return Err(io::Error::other(format!(
-                "{}: file changed size while being read (was {} bytes)",
-                self.path.display(),
-                self.size
-            )));
+            return Err(Error::SizeChanged {
+                path: self.path.clone(),
+                size: self.size,
+            });
         }
         Ok(f)
     }
@@ -231,7 +227,7 @@ pub fn chunk_and_store(
                 match r.read_all(&files) {
                     Ok(maps) => maps,
                     Err(e) => {
-                        let _ = res_tx.send(Err(Error::Read(e)));
+                        let _ = res_tx.send(Err(e));
                         Vec::new()
                     }
                 }
@@ -467,14 +463,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Streams every file, in order; returns where each file's bytes are.
-    fn read_all(mut self, files: &mpsc::Receiver<SrcFile>) -> io::Result<Vec<FileMap>> {
+    fn read_all(mut self, files: &mpsc::Receiver<SrcFile>) -> Result<Vec<FileMap>> {
         let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
         for (idx, src) in files.iter().enumerate() {
             if self.stopped {
                 break;
             }
             if self.abort.load(Ordering::Relaxed) {
-                return Err(io::Error::other("aborted"));
+                return Err(Error::Aborted);
             }
             let file = src.open()?;
             self.progress.files(idx as u64 + 1);
@@ -543,7 +539,7 @@ impl<'a> Reader<'a> {
         idx: usize,
         mut file: fs::File,
         src: &SrcFile,
-    ) -> io::Result<()> {
+    ) -> Result<()> {
         let (path, size) = (&src.path, src.size);
         {
             let lane = self.lane(which);
@@ -561,14 +557,14 @@ impl<'a> Reader<'a> {
             let n = match file.read(&mut lane.buf[lane.len..lane.len + want]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+                Err(e) => return Err(io_at(path)(e)),
             };
             read += n as u64;
             if read > size || (n == 0 && read != size) {
-                return Err(io::Error::other(format!(
-                    "{}: file changed size while being read (was {size} bytes)",
-                    path.display()
-                )));
+                return Err(Error::SizeChanged {
+                    path: path.clone(),
+                    size,
+                });
             }
             lane.len += n;
             self.progress.add_bytes(n as u64);
@@ -772,7 +768,7 @@ mod tests {
 
     /// Runs the stream policy over `list`: the chunks (by number) and the
     /// repeats it found.
-    fn read(list: &[(PathBuf, u64)]) -> io::Result<(Vec<Job>, Vec<Option<usize>>)> {
+    fn read(list: &[(PathBuf, u64)]) -> Result<(Vec<Job>, Vec<Option<usize>>)> {
         let scanned = list
             .iter()
             .map(|(p, size)| {
@@ -790,7 +786,7 @@ mod tests {
         read_scanned(&scanned)
     }
 
-    fn read_scanned(list: &[SrcFile]) -> io::Result<(Vec<Job>, Vec<Option<usize>>)> {
+    fn read_scanned(list: &[SrcFile]) -> Result<(Vec<Job>, Vec<Option<usize>>)> {
         let (jobs, maps) = read_with(Chunking::Stream, list)?;
         let same = maps
             .iter()
@@ -803,7 +799,7 @@ mod tests {
     }
 
     /// Runs the reader: the chunks, by number, and where each file went.
-    fn read_with(chunking: Chunking, list: &[SrcFile]) -> io::Result<(Vec<Job>, Vec<FileMap>)> {
+    fn read_with(chunking: Chunking, list: &[SrcFile]) -> Result<(Vec<Job>, Vec<FileMap>)> {
         let (tx, files) = mpsc::channel();
         for f in list {
             tx.send(f.clone()).unwrap();
@@ -1005,6 +1001,10 @@ mod tests {
             let Err(e) = read(&[(a.clone(), 6), (b.clone(), size)]) else {
                 panic!("size {size} accepted");
             };
+            assert!(
+                matches!(&e, Error::SizeChanged { path, size: s } if *path == b && *s == size),
+                "{e:?}"
+            );
             assert!(e.to_string().contains("changed size"), "{e}");
             assert!(e.to_string().contains(&*b.to_string_lossy()), "{e}");
         }
@@ -1044,6 +1044,15 @@ mod tests {
                 panic!("a file swapped for a {what} was read");
             };
             assert!(e.to_string().contains(&*a.to_string_lossy()), "{what}: {e}");
+            // O_NOFOLLOW refuses the symlink (ELOOP); the fifo and the other
+            // file open, and are not the file the scan saw.
+            match what {
+                "symlink" => assert!(
+                    matches!(&e, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ELOOP)),
+                    "{e:?}"
+                ),
+                _ => assert!(matches!(&e, Error::Replaced { .. }), "{what}: {e:?}"),
+            }
             fs::remove_file(&a).unwrap();
         }
     }

@@ -109,10 +109,24 @@ pub enum Error {
         /// Where it was being extracted.
         path: PathBuf,
     },
-    /// Reading a source file during a build failed; the reader's message
-    /// names the file.
-    #[error(transparent)]
-    Read(io::Error),
+    /// A source file is no longer the regular file the scan saw (swapped
+    /// for another file, a fifo or a symlink during the build).
+    #[error("{}: replaced by another file during the build", path.display())]
+    Replaced {
+        /// The source path.
+        path: PathBuf,
+    },
+    /// A source file changed size while the build read it.
+    #[error("{}: file changed size while being read (was {size} bytes)", path.display())]
+    SizeChanged {
+        /// The source path.
+        path: PathBuf,
+        /// Its size at the scan.
+        size: u64,
+    },
+    /// The build stopped reading after an error reported elsewhere.
+    #[error("stopped after another error")]
+    Aborted,
     /// The zstd encoder failed.
     #[error("zstd")]
     Compress(#[source] io::Error),
