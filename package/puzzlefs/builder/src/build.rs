@@ -13,19 +13,18 @@
 //!    tag at the manifest in index.json, under the index lock (held for
 //!    that step only); a failure leaves index.json as it was.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use anyhow::{anyhow, bail, Context, Result};
-
 use puzzlefs_format::{find_inode, BlobRef, Digest, Error as FmtError, InodeKind, NAME_MAX};
 
 pub use crate::chunks::Chunking;
 use crate::chunks::{chunk_and_store, FileMap, SrcFile};
+use crate::error::{fmt_at, io_at, io_op, Context, Error, Result};
 use crate::image::{self, Image};
 use crate::model::{encode_layer, encode_manifest, FileChunk, InodeRec, Kind};
 use crate::oci::OciDir;
@@ -219,9 +218,11 @@ struct Base {
 
 /// Builds `rootfs` into `oci_dir` under `tag`.
 pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> Result<BuildOutput> {
-    let meta = fs::symlink_metadata(rootfs).with_context(|| format!("{}", rootfs.display()))?;
+    let meta = fs::symlink_metadata(rootfs).map_err(io_at(rootfs))?;
     if !meta.is_dir() {
-        bail!("{}: not a directory", rootfs.display());
+        return Err(Error::NotADirectory {
+            path: rootfs.to_owned(),
+        });
     }
     crate::oci::check_tag(tag)?;
     let progress = &opts.progress;
@@ -240,7 +241,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         ))
     })?;
     let base_image = match &opts.base {
-        Some(t) => Some(Image::open_tag(&oci, t).with_context(|| format!("base layer {t:?}"))?),
+        Some(t) => Some(Image::open_tag(&oci, t).context_with(|| format!("base layer {t:?}"))?),
         None => None,
     };
     let base_blobs = base_image.as_ref().map(Image::blobs).unwrap_or_default();
@@ -267,7 +268,8 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         drop(file_tx);
         let attrs = inodes
             .as_ref()
-            .map_err(|e| anyhow!("{e:#}"))
+            // On a failed scan its own error is returned, not this one.
+            .map_err(|_| Error::Internal("attributes of a failed scan"))
             .and_then(|scan| {
                 (0..scan.inodes.len())
                     .map(|idx| read_attrs(scan, idx))
@@ -326,20 +328,20 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         for (k, i) in files.enumerate() {
             let map = maps
                 .get(k)
-                .ok_or_else(|| anyhow!("internal: fewer files streamed than scanned"))?;
+                .ok_or(Error::Internal("fewer files streamed than scanned"))?;
             inos.push(i.ino);
             let pieces = match map {
                 FileMap::Same(j) => inos
                     .get(*j)
                     .and_then(|o| file_chunks.get(o))
-                    .ok_or_else(|| anyhow!("internal: a file repeats a later one"))?
+                    .ok_or(Error::Internal("a file repeats a later one"))?
                     .clone(),
                 FileMap::Pieces(p) => p
                     .iter()
                     .map(|p| {
                         let c = chunks
                             .get(p.seq)
-                            .ok_or_else(|| anyhow!("internal: a piece of a missing chunk"))?;
+                            .ok_or(Error::Internal("a piece of a missing chunk"))?;
                         Ok(FileChunk {
                             blob: BlobRef {
                                 digest: c.digest,
@@ -387,16 +389,42 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
 
     let mut verity_map: BTreeMap<Digest, [u8; 32]> = BTreeMap::new();
     if let Some(b) = &base_image {
-        for e in b
-            .manifest()
-            .verity_entries()
-            .map_err(|e| anyhow!("base manifest: {e}"))?
-        {
-            let e = e.map_err(|e| anyhow!("base manifest: {e}"))?;
-            if let Ok(v) = <[u8; 32]>::try_from(e.verity) {
-                verity_map.insert(e.digest, v);
+        // The delta reuses every blob of the base: its metadata layers and
+        // the chunks of every file of every layer (shadowed ones included,
+        // as `enable-fs-verity` checks them). Their entries are measured
+        // again from the blob files, not copied from the base manifest:
+        // older builds of this tool recorded wrong ones (every blob of one
+        // block), and `enable-fs-verity` and the driver's verity=require
+        // refuse a blob whose entry is wrong. A blob this build has just
+        // measured (the same digest is the same bytes) or a metadata layer
+        // already read is not read again.
+        for (r, bytes) in b.layer_refs().iter().zip(b.layer_bytes()) {
+            verity_map.insert(r.digest, verity::measure(bytes));
+        }
+        let known: HashMap<Digest, [u8; 32]> =
+            chunks.iter().map(|c| (c.digest, c.verity)).collect();
+        let mut todo = BTreeSet::new();
+        for layer in &base_layers {
+            for inode in layer.inodes() {
+                let err = |e| fmt_at(format_args!("base image, inode {}", inode.ino()))(e);
+                if inode.kind().map_err(err)? != InodeKind::File {
+                    continue;
+                }
+                for c in inode.file().map_err(err)?.chunks() {
+                    let d = c.map_err(err)?.blob.digest;
+                    match known.get(&d) {
+                        Some(v) => {
+                            verity_map.insert(d, *v);
+                        }
+                        None => {
+                            todo.insert(d);
+                        }
+                    }
+                }
             }
         }
+        let todo: Vec<Digest> = todo.into_iter().collect();
+        verity_map.extend(measure_blobs(&oci, &todo, threads)?);
     }
     let used: HashSet<Digest> = recs
         .iter()
@@ -438,6 +466,45 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     })
 }
 
+/// The fs-verity measurement of each blob of `digests`, read from the OCI
+/// directory (and checked against its name, so that a damaged blob is an
+/// error rather than a recorded measurement of the damage), on `threads`
+/// threads.
+fn measure_blobs(
+    oci: &OciDir,
+    digests: &[Digest],
+    threads: usize,
+) -> Result<Vec<(Digest, [u8; 32])>> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let work = || -> Result<Vec<(Digest, [u8; 32])>> {
+        let mut out = Vec::new();
+        loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Some(d) = digests.get(i) else {
+                return Ok(out);
+            };
+            let blob = oci
+                .read_blob(d)
+                .context_with(|| format!("blob {} of the base image", hex::encode(d)))?;
+            out.push((*d, verity::measure(&blob)));
+        }
+    };
+    let parts: Vec<Result<Vec<_>>> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads.clamp(1, digests.len().max(1)))
+            .map(|_| s.spawn(work))
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| w.join().expect("verity worker panicked"))
+            .collect()
+    });
+    let mut all = Vec::with_capacity(digests.len());
+    for p in parts {
+        all.extend(p?);
+    }
+    Ok(all)
+}
+
 fn scan_base(layers: &[puzzlefs_format::Layer<'_>]) -> Result<Base> {
     let mut base = Base::default();
     for l in layers {
@@ -449,10 +516,11 @@ fn scan_base(layers: &[puzzlefs_format::Layer<'_>]) -> Result<Base> {
         let ino = node.inode.ino();
         base.max_ino = base.max_ino.max(ino);
         base.paths.insert(node.path.clone(), ino);
-        if node.inode.kind().map_err(|e| anyhow!("{e}"))? == InodeKind::Dir {
+        let at = || format!("base image, {}", image::display_path(&node.path));
+        if node.inode.kind().map_err(fmt_at(at()))? == InodeKind::Dir {
             let mut list = Vec::new();
-            for e in node.inode.dir().map_err(|e| anyhow!("{e}"))?.entries() {
-                let e = e.map_err(|e| anyhow!("{e}"))?;
+            for e in node.inode.dir().map_err(fmt_at(at()))?.entries() {
+                let e = e.map_err(fmt_at(at()))?;
                 match find_inode(layers.iter().copied(), e.ino) {
                     Err(FmtError::Whiteout(_)) => {}
                     _ => list.push((e.name.to_vec(), e.ino)),
@@ -473,7 +541,7 @@ fn scan(
     progress: &Progress,
 ) -> Result<Scan> {
     let delta = !base.paths.is_empty();
-    let root_meta = fs::symlink_metadata(root).with_context(|| format!("{}", root.display()))?;
+    let root_meta = fs::symlink_metadata(root).map_err(io_at(root))?;
     let mut out = Scan {
         root: root.to_owned(),
         inodes: vec![SrcInode {
@@ -498,7 +566,7 @@ fn scan(
             qi += 1;
             continue;
         }
-        let parent = u32::try_from(qi).map_err(|_| anyhow!("more than 2^32 inodes"))?;
+        let parent = u32::try_from(qi).map_err(|_| Error::TooManyInodes)?;
         let dir = out.path(qi);
         let rel = if delta { out.rel(qi) } else { Vec::new() };
         // Each entry is stat'ed relative to the open directory (no walk of
@@ -506,11 +574,9 @@ fn scan(
         // (name, stat, (dev, ino), nlink)
         type Listed = (Vec<u8>, Stat, (u64, u64), u64);
         let mut names: Vec<Listed> = Vec::new();
-        for e in fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
-            let e = e.with_context(|| format!("{}", dir.display()))?;
-            let meta = e
-                .metadata()
-                .with_context(|| format!("{}", e.path().display()))?;
+        for e in fs::read_dir(&dir).map_err(io_at(&dir))? {
+            let e = e.map_err(io_at(&dir))?;
+            let meta = e.metadata().map_err(io_at(e.path()))?;
             let id = (meta.dev(), meta.ino());
             names.push((
                 e.file_name().as_bytes().to_vec(),
@@ -521,15 +587,15 @@ fn scan(
         }
         names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let entries_at = out.entries.len();
-        let entries_len = u32::try_from(names.len())
-            .map_err(|_| anyhow!("{}: too many entries", dir.display()))?;
+        let entries_len =
+            u32::try_from(names.len()).map_err(|_| Error::TooManyEntries { path: dir.clone() })?;
         for (name, stat, key, nlink) in names {
             let path = dir.join(std::ffi::OsStr::from_bytes(&name));
             let name_len = u8::try_from(name.len())
                 .ok()
                 .filter(|_| name.len() <= NAME_MAX && !name.contains(&0) && !name.contains(&b'/'));
             let Some(name_len) = name_len else {
-                bail!("{}: name cannot be stored in the image", path.display());
+                return Err(Error::NameTooLong { path });
             };
             let name_at = out.names.len();
             out.names.extend_from_slice(&name);
@@ -615,22 +681,22 @@ struct Attrs {
 fn read_attrs(scan: &Scan, idx: usize) -> Result<Attrs> {
     let path = scan.path(idx);
     let mut xattrs = Vec::new();
-    let names =
-        sys::list_xattrs(&path).with_context(|| format!("{}: listing xattrs", path.display()))?;
+    let names = sys::list_xattrs(&path).map_err(io_op(&path, "listing xattrs"))?;
     for n in names {
         match sys::get_xattr(&path, &n) {
             Ok(v) => xattrs.push((n, v)),
             // Removed between list and get: nothing to store.
             Err(e) if e.raw_os_error() == Some(libc::ENODATA) => {}
             Err(e) => {
-                return Err(e).with_context(|| {
-                    format!("{}: xattr {}", path.display(), String::from_utf8_lossy(&n))
-                })
+                return Err(io_op(
+                    &path,
+                    format!("xattr {}", String::from_utf8_lossy(&n)),
+                )(e))
             }
         }
     }
     let symlink = if scan.inodes[idx].stat.fmt() == libc::S_IFLNK {
-        let t = fs::read_link(&path).with_context(|| format!("{}", path.display()))?;
+        let t = fs::read_link(&path).map_err(io_at(&path))?;
         Some(t.as_os_str().as_bytes().to_vec())
     } else {
         None

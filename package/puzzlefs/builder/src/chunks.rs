@@ -30,12 +30,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, Context, Result};
 use sha2::{Digest as _, Sha256};
 use zstd::stream::raw::{Encoder, InBuffer, Operation, OutBuffer};
 
 use puzzlefs_format::Digest;
 
+use crate::error::{io_at, Error, Result};
 use crate::oci::OciDir;
 use crate::progress::Progress;
 use crate::verity;
@@ -159,28 +159,24 @@ impl SrcFile {
     /// a fifo, and checks that it is the regular file the scan saw: a file
     /// swapped for another, a fifo or a symlink during the build is an error
     /// naming it, not a hang or a read of something else.
-    fn open(&self) -> io::Result<fs::File> {
+    fn open(&self) -> Result<fs::File> {
         use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-        let named =
-            |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", self.path.display()));
         let f = fs::OpenOptions::new()
             .read(true)
             .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
             .open(&self.path)
-            .map_err(named)?;
-        let m = f.metadata().map_err(named)?;
+            .map_err(io_at(&self.path))?;
+        let m = f.metadata().map_err(io_at(&self.path))?;
         if !m.is_file() || m.dev() != self.dev || m.ino() != self.ino {
-            return Err(io::Error::other(format!(
-                "{}: replaced by another file during the build",
-                self.path.display()
-            )));
+            return Err(Error::Replaced {
+                path: self.path.clone(),
+            });
         }
         if m.len() != self.size {
-            return Err(io::Error::other(format!(
-                "{}: file changed size while being read (was {} bytes)",
-                self.path.display(),
-                self.size
-            )));
+            return Err(Error::SizeChanged {
+                path: self.path.clone(),
+                size: self.size,
+            });
         }
         Ok(f)
     }
@@ -219,7 +215,7 @@ pub fn chunk_and_store(
     let job_rx = Mutex::new(job_rx);
     let (res_tx, res_rx) = mpsc::channel::<Result<(usize, ChunkInfo)>>();
     let mut out: Vec<Option<ChunkInfo>> = Vec::new();
-    let mut first_err: Option<anyhow::Error> = None;
+    let mut first_err: Option<Error> = None;
     let mut maps = Vec::new();
     std::thread::scope(|s| {
         let reader = {
@@ -231,7 +227,7 @@ pub fn chunk_and_store(
                 match r.read_all(&files) {
                     Ok(maps) => maps,
                     Err(e) => {
-                        let _ = res_tx.send(Err(anyhow!(e)));
+                        let _ = res_tx.send(Err(e));
                         Vec::new()
                     }
                 }
@@ -281,7 +277,7 @@ pub fn chunk_and_store(
         match reader.join() {
             Ok(m) => maps = m,
             Err(_) => {
-                first_err.get_or_insert(anyhow!("internal: the reader thread panicked"));
+                first_err.get_or_insert(Error::Internal("the reader thread panicked"));
             }
         }
     });
@@ -290,7 +286,7 @@ pub fn chunk_and_store(
     }
     let chunks = out
         .into_iter()
-        .map(|c| c.ok_or_else(|| anyhow!("internal: missing chunk result")))
+        .map(|c| c.ok_or(Error::Internal("missing chunk result")))
         .collect::<Result<_>>()?;
     Ok(Stored {
         chunks,
@@ -467,14 +463,14 @@ impl<'a> Reader<'a> {
     }
 
     /// Streams every file, in order; returns where each file's bytes are.
-    fn read_all(mut self, files: &mpsc::Receiver<SrcFile>) -> io::Result<Vec<FileMap>> {
+    fn read_all(mut self, files: &mpsc::Receiver<SrcFile>) -> Result<Vec<FileMap>> {
         let mut seen: HashMap<[u8; 32], usize> = HashMap::new();
         for (idx, src) in files.iter().enumerate() {
             if self.stopped {
                 break;
             }
             if self.abort.load(Ordering::Relaxed) {
-                return Err(io::Error::other("aborted"));
+                return Err(Error::Aborted);
             }
             let file = src.open()?;
             self.progress.files(idx as u64 + 1);
@@ -543,7 +539,7 @@ impl<'a> Reader<'a> {
         idx: usize,
         mut file: fs::File,
         src: &SrcFile,
-    ) -> io::Result<()> {
+    ) -> Result<()> {
         let (path, size) = (&src.path, src.size);
         {
             let lane = self.lane(which);
@@ -561,14 +557,14 @@ impl<'a> Reader<'a> {
             let n = match file.read(&mut lane.buf[lane.len..lane.len + want]) {
                 Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
+                Err(e) => return Err(io_at(path)(e)),
             };
             read += n as u64;
             if read > size || (n == 0 && read != size) {
-                return Err(io::Error::other(format!(
-                    "{}: file changed size while being read (was {size} bytes)",
-                    path.display()
-                )));
+                return Err(Error::SizeChanged {
+                    path: path.clone(),
+                    size,
+                });
             }
             lane.len += n;
             self.progress.add_bytes(n as u64);
@@ -695,7 +691,10 @@ struct Worker<'a> {
 
 impl<'a> Worker<'a> {
     fn new(oci: &'a OciDir, compression: Option<i32>, sized: bool) -> Result<Self> {
-        let encoder = compression.map(Encoder::new).transpose().context("zstd")?;
+        let encoder = compression
+            .map(Encoder::new)
+            .transpose()
+            .map_err(Error::Compress)?;
         let zbuf = if encoder.is_some() {
             Vec::with_capacity(zstd::zstd_safe::compress_bound(MAX_CHUNK as usize))
         } else {
@@ -713,7 +712,7 @@ impl<'a> Worker<'a> {
     fn store(&mut self, data: &[u8]) -> Result<ChunkInfo> {
         let compressed = match &mut self.encoder {
             Some(enc) => {
-                compress(enc, data, self.sized, &mut self.zbuf).context("zstd")?;
+                compress(enc, data, self.sized, &mut self.zbuf).map_err(Error::Compress)?;
                 self.zbuf.len() < data.len()
             }
             None => false,
@@ -769,7 +768,7 @@ mod tests {
 
     /// Runs the stream policy over `list`: the chunks (by number) and the
     /// repeats it found.
-    fn read(list: &[(PathBuf, u64)]) -> io::Result<(Vec<Job>, Vec<Option<usize>>)> {
+    fn read(list: &[(PathBuf, u64)]) -> Result<(Vec<Job>, Vec<Option<usize>>)> {
         let scanned = list
             .iter()
             .map(|(p, size)| {
@@ -787,7 +786,7 @@ mod tests {
         read_scanned(&scanned)
     }
 
-    fn read_scanned(list: &[SrcFile]) -> io::Result<(Vec<Job>, Vec<Option<usize>>)> {
+    fn read_scanned(list: &[SrcFile]) -> Result<(Vec<Job>, Vec<Option<usize>>)> {
         let (jobs, maps) = read_with(Chunking::Stream, list)?;
         let same = maps
             .iter()
@@ -800,7 +799,7 @@ mod tests {
     }
 
     /// Runs the reader: the chunks, by number, and where each file went.
-    fn read_with(chunking: Chunking, list: &[SrcFile]) -> io::Result<(Vec<Job>, Vec<FileMap>)> {
+    fn read_with(chunking: Chunking, list: &[SrcFile]) -> Result<(Vec<Job>, Vec<FileMap>)> {
         let (tx, files) = mpsc::channel();
         for f in list {
             tx.send(f.clone()).unwrap();
@@ -1002,6 +1001,10 @@ mod tests {
             let Err(e) = read(&[(a.clone(), 6), (b.clone(), size)]) else {
                 panic!("size {size} accepted");
             };
+            assert!(
+                matches!(&e, Error::SizeChanged { path, size: s } if *path == b && *s == size),
+                "{e:?}"
+            );
             assert!(e.to_string().contains("changed size"), "{e}");
             assert!(e.to_string().contains(&*b.to_string_lossy()), "{e}");
         }
@@ -1041,6 +1044,15 @@ mod tests {
                 panic!("a file swapped for a {what} was read");
             };
             assert!(e.to_string().contains(&*a.to_string_lossy()), "{what}: {e}");
+            // O_NOFOLLOW refuses the symlink (ELOOP); the fifo and the other
+            // file open, and are not the file the scan saw.
+            match what {
+                "symlink" => assert!(
+                    matches!(&e, Error::Io { source, .. } if source.raw_os_error() == Some(libc::ELOOP)),
+                    "{e:?}"
+                ),
+                _ => assert!(matches!(&e, Error::Replaced { .. }), "{what}: {e:?}"),
+            }
             fs::remove_file(&a).unwrap();
         }
     }

@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use anyhow::{anyhow, bail, Context, Result};
 use puzzlefs_format::InodeKind;
 
+use crate::error::{fmt_at, io_at, io_op, Context, Error, Result};
 use crate::image::{self, BlobCache, Image};
 
 /// Decompressed chunk blobs kept for the extraction's threads (a pack of
@@ -49,13 +49,15 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
     match fs::read_dir(dest) {
         Ok(mut d) => {
             if d.next().is_some() {
-                bail!("{}: destination exists and is not empty", dest.display());
+                return Err(Error::NotEmpty {
+                    path: dest.to_owned(),
+                });
             }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            fs::create_dir_all(dest).with_context(|| format!("{}", dest.display()))?
+            fs::create_dir_all(dest).map_err(io_at(dest))?
         }
-        Err(e) => return Err(e).with_context(|| format!("{}", dest.display())),
+        Err(e) => return Err(io_at(dest)(e)),
     }
     let root = sys::is_root();
     let blobs = img.blobs();
@@ -75,14 +77,14 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
         }
         let i = &node.inode;
         let ino = i.ino();
-        let kind = i.kind().map_err(|e| anyhow!("{}: {e}", path.display()))?;
-        let ctx = |e: puzzlefs_format::Error| anyhow!("{}: inode {ino}: {e}", path.display());
+        let kind = i.kind().map_err(fmt_at(path.display()))?;
+        let ctx = |e| fmt_at(format_args!("{}: inode {ino}", path.display()))(e);
         if kind != InodeKind::Dir {
             if let Some(first) = first_path.get(&ino) {
                 if file_inos.contains(&ino) {
                     links.push((first.clone(), path));
                 } else {
-                    fs::hard_link(first, &path).with_context(|| format!("{}", path.display()))?;
+                    fs::hard_link(first, &path).map_err(io_at(&path))?;
                 }
                 stats.paths += 1;
                 return Ok(());
@@ -91,7 +93,7 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
         match kind {
             InodeKind::Dir => {
                 if !node.path.is_empty() {
-                    fs::create_dir(&path).with_context(|| format!("{}", path.display()))?;
+                    fs::create_dir(&path).map_err(io_at(&path))?;
                 }
             }
             InodeKind::File => {
@@ -102,9 +104,9 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                 let target = i
                     .symlink_target()
                     .map_err(ctx)?
-                    .ok_or_else(|| anyhow!("{}: symlink without target", path.display()))?;
+                    .ok_or_else(|| Error::NoTarget { path: path.clone() })?;
                 std::os::unix::fs::symlink(std::ffi::OsStr::from_bytes(target), &path)
-                    .with_context(|| format!("{}", path.display()))?;
+                    .map_err(io_at(&path))?;
             }
             InodeKind::Fifo | InodeKind::Sock => {
                 let t = if kind == InodeKind::Fifo {
@@ -112,7 +114,7 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                 } else {
                     libc::S_IFSOCK
                 };
-                sys::mknod(&path, t | 0o600, 0).with_context(|| format!("{}", path.display()))?;
+                sys::mknod(&path, t | 0o600, 0).map_err(io_at(&path))?;
             }
             InodeKind::Chr | InodeKind::Blk => {
                 if !root {
@@ -133,7 +135,7 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
                     libc::S_IFBLK
                 };
                 sys::mknod(&path, t | 0o600, sys::makedev(r.major, r.minor))
-                    .with_context(|| format!("{}", path.display()))?;
+                    .map_err(io_at(&path))?;
             }
             InodeKind::Unknown | InodeKind::Wht => {
                 progress.info(&format!(
@@ -173,7 +175,7 @@ pub fn extract_image(img: &Image<'_>, dest: &Path, progress: &Progress) -> Resul
     })?;
     stats.bytes = write_files(img, &files, root, progress)?;
     for (first, path) in links {
-        fs::hard_link(&first, &path).with_context(|| format!("{}", path.display()))?;
+        fs::hard_link(&first, &path).map_err(io_at(&path))?;
     }
     // Directory attributes are applied last, deepest first, so that
     // read-only directories do not block their own contents.
@@ -199,7 +201,7 @@ fn write_files(
     let next = AtomicUsize::new(0);
     let bytes = AtomicU64::new(0);
     let failed = AtomicBool::new(false);
-    let first_err: Mutex<Option<anyhow::Error>> = Mutex::new(None);
+    let first_err: Mutex<Option<Error>> = Mutex::new(None);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -214,15 +216,15 @@ fn write_files(
                         };
                         let inode = puzzlefs_format::find_inode(layers.iter().copied(), *ino)
                             .and_then(|i| i.file())
-                            .map_err(|e| anyhow!("{}: inode {ino}: {e}", path.display()))?;
+                            .map_err(fmt_at(format_args!("{}: inode {ino}", path.display())))?;
                         let mut f = fs::OpenOptions::new()
                             .write(true)
                             .create_new(true)
                             .mode(0o600)
                             .open(path)
-                            .with_context(|| format!("{}", path.display()))?;
+                            .map_err(io_at(&path))?;
                         let n = image::read_file(img.oci, &cache, &inode, &mut f)
-                            .with_context(|| format!("{}", path.display()))?;
+                            .context_with(|| path.display().to_string())?;
                         bytes.fetch_add(n, Ordering::Relaxed);
                         attrs.apply(path, Some(&f), root, progress)?;
                     }
@@ -270,7 +272,7 @@ impl Attrs {
                 Some(f) => std::os::unix::fs::fchown(f, Some(self.uid), Some(self.gid)),
                 None => sys::lchown(path, self.uid, self.gid),
             }
-            .with_context(|| format!("{}: chown", path.display()))?;
+            .map_err(io_op(path, "chown"))?;
         } else {
             self.set_xattrs(path, file, progress)?;
         }
@@ -280,7 +282,7 @@ impl Attrs {
                 Some(f) => f.set_permissions(mode),
                 None => fs::set_permissions(path, mode),
             }
-            .with_context(|| format!("{}: chmod", path.display()))?;
+            .map_err(io_op(path, "chmod"))?;
         }
         if root {
             self.set_xattrs(path, file, progress)?;
@@ -297,8 +299,7 @@ impl Attrs {
             if let Err(e) = r {
                 let name = String::from_utf8_lossy(key);
                 if key.starts_with(b"user.") && self.kind != InodeKind::Lnk {
-                    return Err(e)
-                        .with_context(|| format!("{}: setting xattr {name}", path.display()));
+                    return Err(io_op(path, format!("setting xattr {name}"))(e));
                 }
                 progress.detail(&format!(
                     "{}: xattr {name} not restored: {e}",

@@ -9,9 +9,9 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use anyhow::{anyhow, Context, Result};
-use puzzlefs_format::{Digest, InodeKind};
+use puzzlefs_format::{Digest, HexDigest, InodeKind};
 
+use crate::error::{fmt_at, io_at, Context, Error, Result};
 use crate::image::Image;
 use crate::oci::{parse_digest, OciDir};
 use crate::progress::Progress;
@@ -47,9 +47,8 @@ pub fn gc(oci_dir: &Path, dry_run: bool, progress: &Progress) -> Result<GcStats>
     })?;
     let mut keep: HashSet<Digest> = HashSet::new();
     for d in oci.index()?.manifests {
-        let digest = parse_digest(&d.digest)
-            .ok_or_else(|| anyhow!("index.json: bad digest {:?}", d.digest))?;
-        let img = Image::open(&oci, digest).with_context(|| format!("manifest {}", d.digest))?;
+        let digest = parse_digest(&d.digest).ok_or_else(|| Error::BadDigest(d.digest.clone()))?;
+        let img = Image::open(&oci, digest).context_with(|| format!("manifest {}", d.digest))?;
         reach(&img, &mut keep)?;
     }
     let mut stats = GcStats {
@@ -57,8 +56,8 @@ pub fn gc(oci_dir: &Path, dry_run: bool, progress: &Progress) -> Result<GcStats>
         ..Default::default()
     };
     let dir = oci.root().join("blobs/sha256");
-    for e in std::fs::read_dir(&dir).with_context(|| format!("{}", dir.display()))? {
-        let e = e.with_context(|| format!("{}", dir.display()))?;
+    for e in std::fs::read_dir(&dir).map_err(io_at(&dir))? {
+        let e = e.map_err(io_at(&dir))?;
         let name = e.file_name();
         let Some(d) = parse_digest(&name.to_string_lossy()) else {
             // Not a blob (a temporary file of a running writer).
@@ -77,7 +76,7 @@ pub fn gc(oci_dir: &Path, dry_run: bool, progress: &Progress) -> Result<GcStats>
             e.path().display()
         ));
         if !dry_run {
-            std::fs::remove_file(e.path()).with_context(|| format!("{}", e.path().display()))?;
+            std::fs::remove_file(e.path()).map_err(io_at(e.path()))?;
         }
     }
     Ok(stats)
@@ -90,30 +89,22 @@ fn reach(img: &Image<'_>, keep: &mut HashSet<Digest>) -> Result<()> {
         keep.insert(r.digest);
     }
     let m = img.manifest();
-    for e in m.verity_entries().map_err(|e| anyhow!("manifest: {e}"))? {
-        keep.insert(e.map_err(|e| anyhow!("manifest: {e}"))?.digest);
+    let at = || format!("manifest {}", HexDigest(&img.digest));
+    for e in m.verity_entries().map_err(fmt_at(at()))? {
+        keep.insert(e.map_err(fmt_at(at()))?.digest);
     }
     // Every inode of every layer, shadowed ones included: a blob stays as
     // long as any layer of a tagged image names it.
     for blob in img.blobs() {
-        let layer = blob.layer().map_err(|e| anyhow!("metadata layer: {e}"))?;
+        let layer = blob.layer().map_err(fmt_at("metadata layer"))?;
         for inode in layer.inodes() {
-            if inode
-                .kind()
-                .map_err(|e| anyhow!("inode {}: {e}", inode.ino()))?
-                != InodeKind::File
-            {
+            let at = || format!("inode {}", inode.ino());
+            if inode.kind().map_err(fmt_at(at()))? != InodeKind::File {
                 continue;
             }
-            let f = inode
-                .file()
-                .map_err(|e| anyhow!("inode {}: {e}", inode.ino()))?;
+            let f = inode.file().map_err(fmt_at(at()))?;
             for c in f.chunks() {
-                keep.insert(
-                    c.map_err(|e| anyhow!("inode {}: {e}", inode.ino()))?
-                        .blob
-                        .digest,
-                );
+                keep.insert(c.map_err(fmt_at(at()))?.blob.digest);
             }
         }
     }

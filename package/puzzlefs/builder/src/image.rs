@@ -6,12 +6,12 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::Read;
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, bail, Context, Result};
 use puzzlefs_format::{
     find_inode, BlobRef, Digest, Error as FmtError, File, HexDigest, Inode, InodeKind, Layer,
     Manifest, MetadataBlob, ROOT_INO,
 };
 
+use crate::error::{fmt_at, Context, Error, Result};
 use crate::oci::{Aligned, OciDir};
 
 /// Largest decompressed chunk blob accepted (chunks are at most 256 KiB).
@@ -31,31 +31,33 @@ impl<'o> Image<'o> {
     /// Loads the image `tag` points to.
     pub fn open_tag(oci: &'o OciDir, tag: &str) -> Result<Self> {
         let digest = oci.resolve(tag)?;
-        Self::open(oci, digest).with_context(|| format!("tag {tag:?}"))
+        Self::open(oci, digest).context_with(|| format!("tag {tag:?}"))
     }
 
     /// Loads the image whose manifest is blob `digest`.
     pub fn open(oci: &'o OciDir, digest: Digest) -> Result<Self> {
         let manifest = oci.read_blob(&digest)?;
         let refs: Vec<BlobRef> = {
-            let m = Manifest::parse(&manifest)
-                .map_err(|e| anyhow!("manifest {}: {e}", HexDigest(&digest)))?;
+            let at = || format!("manifest {}", HexDigest(&digest));
+            let m = Manifest::parse(&manifest).map_err(fmt_at(at()))?;
             m.layers()
                 .and_then(|l| l.collect::<Result<Vec<_>, FmtError>>())
-                .map_err(|e| anyhow!("manifest {}: {e}", HexDigest(&digest)))?
+                .map_err(fmt_at(at()))?
         };
         let mut layers = Vec::new();
         for r in refs {
             if r.compressed || r.offset != 0 {
-                bail!(
-                    "metadata blob {}: compressed or offset metadata is not supported",
-                    HexDigest(&r.digest)
-                );
+                return Err(Error::MetadataRef {
+                    blob: HexDigest(&r.digest).to_string(),
+                });
             }
             let blob = oci.read_blob(&r.digest)?;
             MetadataBlob::parse(&blob)
                 .and_then(|b| b.layer().map(|_| ()))
-                .map_err(|e| anyhow!("metadata blob {}: {e}", HexDigest(&r.digest)))?;
+                .map_err(fmt_at(format_args!(
+                    "metadata blob {}",
+                    HexDigest(&r.digest)
+                )))?;
             layers.push((r, blob));
         }
         Ok(Image {
@@ -95,7 +97,7 @@ impl<'o> Image<'o> {
 pub fn views<'m>(blobs: &'m [MetadataBlob<'_>]) -> Result<Vec<Layer<'m>>> {
     blobs
         .iter()
-        .map(|b| b.layer().map_err(|e| anyhow!("metadata layer: {e}")))
+        .map(|b| b.layer().map_err(fmt_at("metadata layer")))
         .collect()
 }
 
@@ -139,12 +141,14 @@ impl BlobCache {
             let mut out = Vec::new();
             zstd::stream::read::Decoder::new(&*stored)
                 .and_then(|d| d.take(MAX_DECOMPRESSED + 1).read_to_end(&mut out))
-                .with_context(|| format!("blob {}: bad zstd data", HexDigest(&blob.digest)))?;
+                .map_err(|source| Error::Zstd {
+                    blob: HexDigest(&blob.digest).to_string(),
+                    source,
+                })?;
             if out.len() as u64 > MAX_DECOMPRESSED {
-                bail!(
-                    "blob {}: decompresses to more than 64 MiB",
-                    HexDigest(&blob.digest)
-                );
+                return Err(Error::TooLarge {
+                    blob: HexDigest(&blob.digest).to_string(),
+                });
             }
             out.into()
         } else {
@@ -179,32 +183,32 @@ pub fn read_file(
     file: &File<'_>,
     out: &mut dyn std::io::Write,
 ) -> Result<u64> {
-    let size = file
-        .size()
-        .map_err(|e| anyhow!("inode {}: {e}", file.ino()))?;
+    let at = || format!("inode {}", file.ino());
+    let size = file.size().map_err(fmt_at(at()))?;
     let mut done = 0u64;
-    for piece in file
-        .map(0, size)
-        .map_err(|e| anyhow!("inode {}: {e}", file.ino()))?
-    {
-        let piece = piece.map_err(|e| anyhow!("inode {}: {e}", file.ino()))?;
+    for piece in file.map(0, size).map_err(fmt_at(at()))? {
+        let piece = piece.map_err(fmt_at(at()))?;
         let data = cache.get(oci, &piece.blob)?;
-        piece.check_within(data.len() as u64).map_err(|_| {
-            anyhow!(
-                "inode {}: chunk range {}+{} past the end of blob {} ({} bytes)",
-                file.ino(),
-                piece.blob.offset,
-                piece.len,
-                HexDigest(&piece.blob.digest),
-                data.len()
-            )
-        })?;
+        piece
+            .check_within(data.len() as u64)
+            .map_err(|_| Error::ChunkRange {
+                ino: file.ino(),
+                offset: piece.blob.offset,
+                len: piece.len,
+                blob: HexDigest(&piece.blob.digest).to_string(),
+                blob_len: data.len(),
+            })?;
         let start = piece.blob.offset as usize;
-        out.write_all(&data[start..start + piece.len as usize])?;
+        out.write_all(&data[start..start + piece.len as usize])
+            .map_err(Error::Write)?;
         done += piece.len;
     }
     if done != size {
-        bail!("inode {}: mapped {done} of {size} bytes", file.ino());
+        return Err(Error::ShortFile {
+            ino: file.ino(),
+            done,
+            size,
+        });
     }
     Ok(done)
 }
@@ -224,9 +228,9 @@ pub fn walk<'m>(
     layers: &[Layer<'m>],
     mut visit: impl FnMut(&Node<'m>) -> Result<()>,
 ) -> Result<()> {
-    let root = find_inode(layers.iter().copied(), ROOT_INO).map_err(|e| anyhow!("root: {e}"))?;
-    if root.kind().map_err(|e| anyhow!("root: {e}"))? != InodeKind::Dir {
-        bail!("root inode is not a directory");
+    let root = find_inode(layers.iter().copied(), ROOT_INO).map_err(fmt_at("root"))?;
+    if root.kind().map_err(fmt_at("root"))? != InodeKind::Dir {
+        return Err(Error::RootNotDir);
     }
     let mut seen_dirs = HashSet::from([ROOT_INO]);
     let mut queue = std::collections::VecDeque::from([Node {
@@ -235,30 +239,27 @@ pub fn walk<'m>(
     }]);
     while let Some(node) = queue.pop_front() {
         visit(&node)?;
-        if node.inode.kind().map_err(|e| anyhow!("{e}"))? != InodeKind::Dir {
+        let at = || display_path(&node.path);
+        if node.inode.kind().map_err(fmt_at(at()))? != InodeKind::Dir {
             continue;
         }
-        let dir = node.inode.dir().map_err(|e| anyhow!("{e}"))?;
+        let dir = node.inode.dir().map_err(fmt_at(at()))?;
         for e in dir.entries() {
-            let e = e.map_err(|e| anyhow!("directory inode {}: {e}", dir.ino()))?;
+            let e = e.map_err(fmt_at(format_args!("directory inode {}", dir.ino())))?;
             let mut path = node.path.clone();
             path.push(e.name.to_vec());
             let inode = match find_inode(layers.iter().copied(), e.ino) {
                 Ok(i) => i,
                 Err(FmtError::Whiteout(_)) => continue,
-                Err(err) => bail!("{}: {err}", display_path(&path)),
+                Err(err) => return Err(fmt_at(display_path(&path))(err)),
             };
-            if inode
-                .kind()
-                .map_err(|err| anyhow!("{}: {err}", display_path(&path)))?
-                == InodeKind::Dir
+            if inode.kind().map_err(fmt_at(display_path(&path)))? == InodeKind::Dir
                 && !seen_dirs.insert(e.ino)
             {
-                bail!(
-                    "{}: directory inode {} reached twice (cycle or hard-linked directory)",
-                    display_path(&path),
-                    e.ino
-                );
+                return Err(Error::DirCycle {
+                    path: display_path(&path),
+                    ino: e.ino,
+                });
             }
             queue.push_back(Node { path, inode });
         }

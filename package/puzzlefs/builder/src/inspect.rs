@@ -3,10 +3,10 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::Path;
 
-use anyhow::{anyhow, Result};
 use puzzlefs_format::{Digest, HexDigest, InodeKind};
 use serde::Serialize;
 
+use crate::error::{fmt_at, Result};
 use crate::image::{self, Image};
 use crate::oci::OciDir;
 
@@ -150,13 +150,14 @@ fn image_info(oci: &OciDir, img: &Image<'_>, tag: &str) -> Result<ImageInfo> {
         if !seen.insert(node.inode.ino()) {
             return Ok(());
         }
-        let kind = node.inode.kind().map_err(|e| anyhow!("{e}"))?;
+        let at = || image::display_path(&node.path);
+        let kind = node.inode.kind().map_err(fmt_at(at()))?;
         *kinds.entry(format!("{kind:?}").to_lowercase()).or_default() += 1;
         if kind == InodeKind::File {
-            let f = node.inode.file().map_err(|e| anyhow!("{e}"))?;
-            logical += f.size().map_err(|e| anyhow!("{e}"))?;
+            let f = node.inode.file().map_err(fmt_at(at()))?;
+            logical += f.size().map_err(fmt_at(at()))?;
             for c in f.chunks() {
-                let c = c.map_err(|e| anyhow!("{e}"))?;
+                let c = c.map_err(fmt_at(at()))?;
                 refs += 1;
                 let end = c.blob.offset.saturating_add(c.len);
                 let e = chunk_len.entry(c.blob.digest).or_default();

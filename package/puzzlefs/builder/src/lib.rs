@@ -6,6 +6,7 @@
 pub mod build;
 pub mod chunks;
 pub mod enable_verity;
+pub mod error;
 pub mod extract;
 pub mod gc;
 pub mod image;
@@ -17,4 +18,5 @@ pub mod progress;
 pub mod sys;
 pub mod verity;
 
+pub use error::{Error, Result};
 pub use puzzlefs_format as format;

@@ -202,3 +202,98 @@ fn rebuilt_fixture_manifests_match_the_other_implementation() {
         assert!(check_entries(oci.path(), tag).is_empty(), "{tag}");
     }
 }
+
+/// Rewrites the manifest of `tag` with the fs-verity entry of `blob` set to
+/// `value` (everything else as it was) and points the tag at it.
+fn rewrite_entry(oci: &Path, tag: &str, blob: &[u8; 32], value: [u8; 32]) {
+    let dir = OciDir::open(oci).unwrap();
+    let img = puzzlefs::image::Image::open_tag(&dir, tag).unwrap();
+    let mut entries: Vec<([u8; 32], [u8; 32])> = verity_entries(oci, &img.digest)
+        .into_iter()
+        .map(|(d, v)| (d, v.try_into().unwrap()))
+        .collect();
+    let e = entries.iter_mut().find(|(d, _)| d == blob).unwrap();
+    assert_ne!(e.1, value);
+    e.1 = value;
+    let manifest = puzzlefs::model::encode_manifest(&img.layer_refs(), &entries);
+    let (digest, new) = dir.put_blob(&manifest).unwrap();
+    assert!(new);
+    dir.commit_tag(tag, &digest, manifest.len() as u64, &|| {})
+        .unwrap();
+}
+
+/// A delta build does not carry the base manifest's fs-verity entries over
+/// as they are: images of older versions of this tool hold wrong ones for
+/// blobs of one block, and the other implementation's zstd images for raw
+/// chunks; the delta's entries are the measurements of the blob files.
+#[test]
+fn a_delta_build_measures_the_blobs_it_reuses() {
+    let src = tempfile::tempdir().unwrap();
+    let v1 = src.path().join("v1");
+    fs::create_dir_all(v1.join("d")).unwrap();
+    // Small files (one-block blobs: the sizes the old tool got wrong), one
+    // of several blocks, and a large one of several chunks.
+    fs::write(v1.join("small"), content(100)).unwrap();
+    fs::write(v1.join("d/block"), content(4096)).unwrap();
+    fs::write(v1.join("d/blocks"), content(3 * 4096 + 5)).unwrap();
+    fs::write(v1.join("big"), content(1 << 20)).unwrap();
+    let oci = tempfile::tempdir().unwrap();
+    let oci = oci.path();
+    build(&v1, oci, "v1", &[]);
+
+    // Make the base carry a wrong entry for each blob of at most one block,
+    // as the older tool did, and check that it does.
+    let dir = OciDir::open(oci).unwrap();
+    let base = verity_entries(oci, &dir.resolve("v1").unwrap());
+    let small: Vec<[u8; 32]> = base
+        .iter()
+        .map(|(d, _)| *d)
+        .filter(|d| blob(oci, d).len() <= 4096)
+        .collect();
+    assert!(!small.is_empty());
+    for d in &small {
+        rewrite_entry(oci, "v1", d, [0x5a; 32]);
+    }
+    let mut wrong = check_entries(oci, "v1");
+    wrong.sort();
+    let mut want = small.clone();
+    want.sort();
+    assert_eq!(wrong, want, "the base carries the wrong entries");
+
+    // v2 keeps v1's files (their blobs come from the base) and adds one.
+    let v2 = src.path().join("v2");
+    copy_tree(&v1, &v2);
+    fs::write(v2.join("d/new"), content(7000)).unwrap();
+    build(&v2, oci, "v2", &["-b", "v1"]);
+    assert_eq!(check_entries(oci, "v2"), Vec::<[u8; 32]>::new());
+    let delta = verity_entries(oci, &dir.resolve("v2").unwrap());
+    for d in &small {
+        assert!(delta.iter().any(|(b, _)| b == d), "{}", hex::encode(d));
+    }
+    // Every blob the delta reads has an entry: its layers and every chunk.
+    assert!(base.iter().all(|(d, _)| delta.iter().any(|(b, _)| b == d)));
+
+    // A delta on the other implementation's zstd image, whose raw chunks
+    // have wrong entries (see above), gets them right.
+    let tmp = tempfile::tempdir().unwrap();
+    let fx = tmp.path().join("oci");
+    copy_tree(&fixture().join("oci"), &fx);
+    // The fixture is read-only; its copy must take new blobs and a tag.
+    let st = Command::new("chmod")
+        .arg("-R")
+        .arg("u+w")
+        .arg(&fx)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let trees = tempfile::tempdir().unwrap();
+    untar_fixture(trees.path());
+    assert!(!check_entries(&fx, "zstd").is_empty());
+    build(
+        &trees.path().join("src-delta"),
+        &fx,
+        "zstd-delta",
+        &["-c", "-b", "zstd"],
+    );
+    assert_eq!(check_entries(&fx, "zstd-delta"), Vec::<[u8; 32]>::new());
+}
