@@ -126,7 +126,7 @@ DEBUG_O := $(O)/debug
 # The debug suite's share of issue 16's differential test and mutation campaign
 # (cases 65-67): KASAN under TCG is several times slower than the appliance
 # kernel (~1 ms per difftest operation, ~0.6 s per mutant there).
-DEBUG_DIFFTEST_OPS ?= 2000
+DEBUG_DIFFTEST_OPS ?= 1500
 DEBUG_FUZZ_N ?= 40
 test-debug:
 	@$(MAKE) --no-print-directory O=$(DEBUG_O) puzzlefs_qemu_debug_defconfig

@@ -10,6 +10,13 @@ set default_timeout 60
 # A debug kernel (KASAN, kmemleak, lockdep) under TCG runs several times
 # slower: every timeout given to `run` is scaled by this factor.
 set timeout_scale [expr {[info exists env(TIMEOUT_SCALE)] && $env(TIMEOUT_SCALE) ne "" ? $env(TIMEOUT_SCALE) : 1}]
+# The debug suite (make test-debug: DEBUG_SUITE set) runs every case, some at a
+# smaller size: KASAN and lockdep check the same code paths at several times
+# the cost, and CI runs both suites. `sized <normal> <debug>` picks the size.
+set debug_suite [expr {[info exists env(DEBUG_SUITE)] && $env(DEBUG_SUITE) ne ""}]
+proc sized {normal debug} {
+	expr {$::debug_suite ? $debug : $normal}
+}
 set verdict ""
 set oops_seen ""
 
