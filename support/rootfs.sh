@@ -56,24 +56,29 @@ for overlay in ${ROOTFS_OVERLAYS:-}; do
 	cp -a "$overlay/." .
 done
 
-for script in ${POST_BUILD_SCRIPTS:-}; do
-	step "post-build $(basename "$script")"
-	# The arguments and environment Buildroot gives post-build scripts.
-	env TARGET_DIR="$TARGET_DIR" BINARIES_DIR="$BINARIES_DIR" HOST_DIR="$HOST_DIR" \
-		BASE_DIR="$O" BUILD_DIR="$O/build" BR2_CONFIG="$O/.config" \
-		"$script" "$TARGET_DIR" || die "post-build script $script failed"
-done
+# run_scripts <kind> <argument> <script>...: each script with the argument and
+# the environment Buildroot gives post-build, post-fakeroot and post-image
+# scripts.
+run_scripts() {
+	kind=$1 arg=$2
+	shift 2
+	for script in "$@"; do
+		step "$kind $(basename "$script")"
+		env TARGET_DIR="$TARGET_DIR" BINARIES_DIR="$BINARIES_DIR" HOST_DIR="$HOST_DIR" \
+			BASE_DIR="$O" BUILD_DIR="$O/build" BR2_CONFIG="$O/.config" \
+			"$script" "$arg" || die "$kind script $script failed"
+	done
+}
+
+# shellcheck disable=SC2086 # space-separated lists, as in BR2_ variables
+run_scripts post-build "$TARGET_DIR" ${POST_BUILD_SCRIPTS:-}
 
 # Buildroot's fs/common.mk, on its copy of the target tree: every owner
 # reset to root, then the post-fakeroot scripts run (under fakeroot there;
 # as root here), so the owners, devices and xattrs they set are kept.
 chown -h -R 0:0 "$TARGET_DIR"
-for script in ${POST_FAKEROOT_SCRIPTS:-}; do
-	step "post-fakeroot $(basename "$script")"
-	env TARGET_DIR="$TARGET_DIR" BINARIES_DIR="$BINARIES_DIR" HOST_DIR="$HOST_DIR" \
-		BASE_DIR="$O" BUILD_DIR="$O/build" BR2_CONFIG="$O/.config" \
-		"$script" "$TARGET_DIR" || die "post-fakeroot script $script failed"
-done
+# shellcheck disable=SC2086
+run_scripts post-fakeroot "$TARGET_DIR" ${POST_FAKEROOT_SCRIPTS:-}
 
 # What this build used, for support/check-drift.sh.
 {
@@ -88,10 +93,6 @@ find . -mindepth 1 | LC_ALL=C sort | cpio --quiet -o -H newc >"$BINARIES_DIR/roo
 mv "$BINARIES_DIR/rootfs.cpio.tmp" "$BINARIES_DIR/rootfs.cpio"
 step "$(du -h "$BINARIES_DIR/rootfs.cpio" | cut -f1) $BINARIES_DIR/rootfs.cpio"
 
-for script in ${POST_IMAGE_SCRIPTS:-}; do
-	step "post-image $(basename "$script")"
-	# Buildroot runs post-image scripts with BINARIES_DIR as argument.
-	env TARGET_DIR="$TARGET_DIR" BINARIES_DIR="$BINARIES_DIR" HOST_DIR="$HOST_DIR" \
-		BASE_DIR="$O" BUILD_DIR="$O/build" BR2_CONFIG="$O/.config" \
-		"$script" "$BINARIES_DIR" || die "post-image script $script failed"
-done
+# Buildroot runs post-image scripts with BINARIES_DIR as argument.
+# shellcheck disable=SC2086
+run_scripts post-image "$BINARIES_DIR" ${POST_IMAGE_SCRIPTS:-}

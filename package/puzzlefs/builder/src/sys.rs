@@ -7,6 +7,15 @@ use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// A libc call's 0-or-minus-1 result as an `io::Result` (errno on failure).
+fn check(r: libc::c_int) -> io::Result<()> {
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
 fn cpath(p: &Path) -> io::Result<CString> {
     CString::new(p.as_os_str().as_bytes()).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))
 }
@@ -74,11 +83,7 @@ pub fn set_xattr(path: &Path, name: &[u8], value: &[u8]) -> io::Result<()> {
             0,
         )
     };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    check(r)
 }
 
 /// Sets xattr `name` of an open file.
@@ -96,23 +101,14 @@ pub fn fset_xattr(file: &std::fs::File, name: &[u8], value: &[u8]) -> io::Result
             0,
         )
     };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    check(r)
 }
 
 /// mknod(2).
 pub fn mknod(path: &Path, mode: u32, rdev: u64) -> io::Result<()> {
     let c = cpath(path)?;
     // SAFETY: `c` is NUL-terminated.
-    let r = unsafe { libc::mknod(c.as_ptr(), mode as libc::mode_t, rdev as libc::dev_t) };
-    if r == 0 {
-        Ok(())
-    } else {
-        Err(io::Error::last_os_error())
-    }
+    check(unsafe { libc::mknod(c.as_ptr(), mode as libc::mode_t, rdev as libc::dev_t) })
 }
 
 /// lchown(2).
