@@ -44,11 +44,13 @@ install -D -m 0755 "$HOST_DIR/bin/puzzlefs" usr/bin/puzzlefs
 if [ -n "${PUZZLEFS_TEST_TOOLS:-}" ]; then
 	# package/puzzlefs-test-tools: the guest-side test helpers.
 	step "puzzlefs-test-tools (static)"
-	SAMPLES=$REPO/test/samples
-	mkdir -p usr/libexec/pzk usr/libexec/puzzlefs-test
-	gcc -static -O2 -Wall -o usr/libexec/pzk/pzk-tool "$SAMPLES/pzk-tool.c" || die "building pzk-tool failed"
-	gcc -static -O2 -Wall -o usr/libexec/puzzlefs-test/pzt-helper "$SAMPLES/pzt-helper.c" \
-		|| die "building pzt-helper failed"
+	# <tool>:<directory>, as in package/puzzlefs-test-tools/puzzlefs-test-tools.mk.
+	for t in pzk-tool:usr/libexec/pzk pzt-helper:usr/libexec/puzzlefs-test \
+		pzt-difftest:usr/libexec/puzzlefs-test pzv-tool:usr/libexec/pzv; do
+		name=${t%%:*} dir=${t#*:}
+		mkdir -p "$dir"
+		gcc -static -O2 -Wall -o "$dir/$name" "$REPO/test/samples/$name.c" || die "building $name failed"
+	done
 fi
 
 for overlay in ${ROOTFS_OVERLAYS:-}; do

@@ -7,12 +7,12 @@
 PUZZLEFS_TEST_TOOLS_VERSION = $(PUZZLEFS_VERSION)
 PUZZLEFS_TEST_TOOLS_SITE = $(BR2_EXTERNAL_PUZZLEFS_PATH)/../test/samples
 PUZZLEFS_TEST_TOOLS_SITE_METHOD = local
-PUZZLEFS_TEST_TOOLS_LICENSE = GPL-2.0 (pzk-tool), Apache-2.0 or MIT (pzt-helper)
+PUZZLEFS_TEST_TOOLS_LICENSE = GPL-2.0 (pzk-tool, pzt-difftest, pzv-tool), Apache-2.0 or MIT (pzt-helper)
 
-# The host build (support/rootfs.sh) compiles the same two files with
+# The host build (support/rootfs.sh) compiles the same files with
 # gcc -static -O2 -Wall.
 define PUZZLEFS_TEST_TOOLS_BUILD_CMDS
-	$(foreach t,pzk-tool pzt-helper,\
+	$(foreach t,pzk-tool pzt-helper pzt-difftest pzv-tool,\
 		$(TARGET_CC) $(TARGET_CFLAGS) -Wall $(TARGET_LDFLAGS) \
 			-o $(@D)/$(t) $(@D)/$(t).c$(sep))
 endef
@@ -20,6 +20,8 @@ endef
 define PUZZLEFS_TEST_TOOLS_INSTALL_TARGET_CMDS
 	$(INSTALL) -D -m 0755 $(@D)/pzk-tool $(TARGET_DIR)/usr/libexec/pzk/pzk-tool
 	$(INSTALL) -D -m 0755 $(@D)/pzt-helper $(TARGET_DIR)/usr/libexec/puzzlefs-test/pzt-helper
+	$(INSTALL) -D -m 0755 $(@D)/pzt-difftest $(TARGET_DIR)/usr/libexec/puzzlefs-test/pzt-difftest
+	$(INSTALL) -D -m 0755 $(@D)/pzv-tool $(TARGET_DIR)/usr/libexec/pzv/pzv-tool
 endef
 
 $(eval $(generic-package))

@@ -49,7 +49,7 @@
  * culprit there). -o runs only the named operations (see ops[]), to replay a
  * failure in fewer steps. -x <pos> never seeks a directory to <pos> (to look
  * past a known bug; changes the values drawn). Exit status: 0 no difference, 1 differences, 2 usage or
- * set-up error. Built static like pzt-helper; uses nothing from PuzzleFS.
+ * set-up error. Built like pzt-helper (package/puzzlefs-test-tools); uses nothing from PuzzleFS.
  */
 #define _GNU_SOURCE
 #include <dirent.h>

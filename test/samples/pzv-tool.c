@@ -9,7 +9,7 @@
  *                             of each extent of the file, in file order
  *
  * Errors print "errno=<number>" and exit 1.
- * Built statically by board/qemu/post-build.d/80-verity-images.sh.
+ * Built by package/puzzlefs-test-tools (the host build: support/rootfs.sh).
  */
 #include <errno.h>
 #include <fcntl.h>

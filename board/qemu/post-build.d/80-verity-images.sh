@@ -16,17 +16,18 @@
 # reference tool (`capnp decode`), not by the builder under test.
 # fs-verity itself is enabled in the guest, by the cases (a disk image cannot
 # carry it), with the appliance's /usr/bin/puzzlefs.
-#   $TARGET_DIR/usr/libexec/pzv/pzv-tool      enable / measure / fiemap (test/samples/pzv-tool.c)
+# The cases' pzv-tool (enable / measure / fiemap, test/samples/pzv-tool.c) is
+# built by the puzzlefs-test-tools package into /usr/libexec/pzv.
 # Usage: 80-verity-images.sh <TARGET_DIR>; HOST_DIR/bin/puzzlefs is the builder.
 set -eu
-TARGET_DIR=$1
+: "${1:?usage: $0 <TARGET_DIR>}" # unused: what this script makes goes on the data disk
 PUZZLEFS=${HOST_DIR:?}/bin/puzzlefs
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 V=${BASE_DIR:?}/disk-tree/verity
 die() { echo "verity images: $*" >&2; exit 1; }
 
 rm -rf "$V"
-mkdir -p "$V/src" "$TARGET_DIR/usr/libexec/pzv"
+mkdir -p "$V/src"
 S=$V/src
 # Several multi-chunk random files, two identical ones (sharing their chunks),
 # compressible text (so the zstd tag has zstd frames), files of one block or
@@ -115,6 +116,3 @@ PY
 		mv "$V/$tag.forged.raw" "$V/$tag.forged"
 	fi
 done
-
-${CC:-cc} -static -O2 -o "$TARGET_DIR/usr/libexec/pzv/pzv-tool" \
-	"$TOP/test/samples/pzv-tool.c" || die "building pzv-tool failed"

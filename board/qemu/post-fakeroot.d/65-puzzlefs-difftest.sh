@@ -2,7 +2,8 @@
 # Data of the differential tester and the mutation campaign (issue 16; cases
 # test/cases/65-69), made from the regression corpus of 50-puzzlefs-test-corpus.sh
 # (which runs first):
-#   /usr/libexec/puzzlefs-test/pzt-difftest   (test/samples/pzt-difftest.c, static)
+#   (the tester itself, /usr/libexec/puzzlefs-test/pzt-difftest, is built by the
+#   puzzlefs-test-tools package from test/samples/pzt-difftest.c)
 #   $BASE_DIR/disk-tree/difftest/<tree>       reference copies of the source trees of
 #        the images under test, on the data disk (ext4): `cp -a` keeps owners, modes,
 #        xattrs, devices, hard links; mke2fs -d copies them into the file system,
@@ -16,7 +17,7 @@
 # sets PZT_FUZZ_N/PZT_FUZZ_SEED.
 # Usage: 65-puzzlefs-difftest.sh <TARGET_DIR> (Buildroot post-build environment).
 set -eu
-TARGET_DIR=$1
+: "${1:?usage: $0 <TARGET_DIR>}" # unused: what this script makes goes on the data disk
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 SAMPLES=$TOP/test/samples
 BUILD_DIR=${BUILD_DIR:-$TOP/output/build}
@@ -24,8 +25,6 @@ CORPUS=$BUILD_DIR/pzt-corpus
 DISK=${BASE_DIR:?}/disk-tree
 [ -f "$CORPUS/images.txt" ] || { echo "65-puzzlefs-difftest: no corpus in $CORPUS (50-* makes it)" >&2; exit 1; }
 
-mkdir -p "$TARGET_DIR/usr/libexec/puzzlefs-test"
-gcc -static -O2 -Wall -o "$TARGET_DIR/usr/libexec/puzzlefs-test/pzt-difftest" "$SAMPLES/pzt-difftest.c"
 
 # Reference trees: edge (every kind of entry and the hostile sizes), layers-d2
 # (what the three-layer images show), many (20 000 entries in one directory).
