@@ -194,7 +194,7 @@ pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<INodeRef<Puzzl
     };
     let found = sb.data().find_inode(ino, |layer, pos, inode| {
         let params = params(&inode)
-            .map(|p| sb.data().nlinks().apply(ino, p))
+            .map(|p| sb.data().apply_nlink(ino, p))
             .inode(ino)?;
         Ok((params, inode_data(layer, pos, &inode)?))
     })?;

@@ -40,6 +40,7 @@ use crate::PuzzleFs;
 use core::fmt;
 use kernel::fs::{
     context::{FsContext, Param},
+    inode::{Params, Type},
     dir,
     file::{PrivateMount, RegularFile},
     sb::{New, Stat, SuperBlock, MAX_STACK_DEPTH},
@@ -50,7 +51,7 @@ use kernel::prelude::*;
 use kernel::sched::cond_resched;
 use kernel::sha256;
 use kernel::str::CString;
-use kernel::sync::{Arc, Mutex};
+use kernel::sync::{new_mutex, Arc, Mutex};
 use puzzlefs_format::{
     find_inode, parse_hex_digest, Digest, Error as FormatError, HexDigest, Inode, InodeKind, Layer,
     Manifest, MetadataBlob,
@@ -109,8 +110,9 @@ pub(crate) struct Info {
     pub(crate) chunks: Arc<Mutex<ChunkCache>>,
     max_ino: u64,
     metadata_bytes: u64,
-    /// Link counts above 1 (see `nlink`).
-    nlinks: Nlinks,
+    /// Link counts above 1 (see `nlink`), counted when a non-directory is first described
+    /// rather than at mount, so that a mount costs the same whatever the image's size.
+    nlinks: Arc<Mutex<Option<Nlinks>>>,
 }
 
 impl Info {
@@ -144,9 +146,16 @@ impl Info {
         f(&layers)
     }
 
-    /// The link counts of the image's inodes.
-    pub(crate) fn nlinks(&self) -> &Nlinks {
-        &self.nlinks
+    /// `params` of inode `ino` with its link count ([`Nlinks::apply`]), counting the names of
+    /// every inode of the image the first time it is needed.
+    pub(crate) fn apply_nlink(&self, ino: u64, params: Params) -> Params {
+        if params.typ == Type::Dir {
+            return params;
+        }
+        let mut nlinks = self.nlinks.lock();
+        nlinks
+            .get_or_insert_with(|| Nlinks::count(&self.layers))
+            .apply(ino, params)
     }
 
     /// Finds inode `ino` (the top-most layer holding it wins, as in `find_inode`) and runs `f`
@@ -483,7 +492,6 @@ pub(crate) fn fill_super(
         layers.push(bytes, GFP_KERNEL)?;
     }
     drop(blobs);
-    let nlinks = Nlinks::count(&layers);
 
     let info = Info {
         blobs: Arc::pin_init(BlobCache::new(), GFP_KERNEL)?,
@@ -495,7 +503,7 @@ pub(crate) fn fill_super(
         chunks: Arc::pin_init(ChunkCache::new(), GFP_KERNEL)?,
         max_ino,
         metadata_bytes,
-        nlinks,
+        nlinks: Arc::pin_init(new_mutex!(None), GFP_KERNEL)?,
     };
     let root_kind = info.with_layers(|blobs| {
         let root = blobs.find(puzzlefs_format::ROOT_INO).and_then(|i| i.kind());

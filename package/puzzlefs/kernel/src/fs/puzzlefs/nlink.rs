@@ -2,8 +2,9 @@
 
 //! Link counts: the number of directory entries of the image that name each inode.
 //!
-//! The format stores no link count, and hard links share one inode number. At mount, the
-//! entries of every directory the image shows (each directory's listing comes from the
+//! The format stores no link count, and hard links share one inode number. The first time a
+//! mount describes a non-directory inode (not at mount: mounting stays as cheap for a
+//! hundred thousand inodes as for ten), the entries of every directory the image shows (each directory's listing comes from the
 //! top-most layer holding it) are counted per inode, and the inodes named more than once are
 //! kept in a table sorted by inode number (16 bytes each); all others have one name.
 //!
@@ -15,7 +16,7 @@
 //! Bounds: the count reads each metadata layer once within its read budget (8 times its size,
 //! see `puzzlefs_format`), plus one binary search per upper layer for each directory, and
 //! yields the CPU on the way; it keeps at most [`MAX_COUNTED`] inode numbers (32 MiB) while
-//! sorting them, and frees them before the mount completes. An image with more entries than
+//! sorting them, and frees them before the table is kept. An image with more entries than
 //! that, or whose metadata cannot be walked, gets link count 1 everywhere (and a message):
 //! counts are informative, never a reason to refuse a mount.
 
