@@ -130,7 +130,10 @@ DEBUG_DIFFTEST_OPS ?= 1500
 DEBUG_FUZZ_N ?= 40
 test-debug:
 	@$(MAKE) --no-print-directory O=$(DEBUG_O) puzzlefs_qemu_debug_defconfig
-	@PZT_FUZZ_N=$(DEBUG_FUZZ_N) $(MAKE) --no-print-directory O=$(DEBUG_O) all test-static
+	@# The same puzzlefs tool (one cargo target dir) and so the same corpus as this
+	@# build's, when it has made one: neither is built twice.
+	@PZT_FUZZ_N=$(DEBUG_FUZZ_N) PZT_CORPUS_SHARED=$(O)/build/pzt-corpus \
+		$(MAKE) --no-print-directory O=$(DEBUG_O) PUZZLEFS_TARGET_DIR=$(PUZZLEFS_TARGET_DIR) all test-static
 	@PUZZLEFS_MEM=2048 TIMEOUT_SCALE=4 PZT_DIFFTEST_OPS=$(DEBUG_DIFFTEST_OPS) \
 		$(MAKE) --no-print-directory O=$(DEBUG_O) test-suite DEBUG_SUITE=1
 

@@ -7,6 +7,8 @@
 # Made by test/samples/gen-corpus.sh with the host builder; cached under
 # $BUILD_DIR/pzt-corpus, keyed by the generators, the builder binary and the
 # fixture, so a rebuild with nothing changed only copies (seconds).
+# PZT_CORPUS_SHARED names another build's cache (make test-debug: the
+# appliance build's) to copy when its key is this one.
 # Usage: 50-puzzlefs-test-corpus.sh <TARGET_DIR> (a Buildroot post-fakeroot script: run as root).
 set -eu
 TARGET_DIR=$1
@@ -23,12 +25,18 @@ key=$( {
 	[ -d "$FIXTURE" ] && (cd "$FIXTURE" && find . -type f | LC_ALL=C sort | xargs sha256sum)
 	apt-cache policy busybox-static coreutils libc6 python3.11-minimal 2>/dev/null | grep Candidate
 } | sha256sum | cut -d' ' -f1)
-if [ "$(cat "$CACHE/.key" 2>/dev/null)" != "$key" ]; then
+SHARED=${PZT_CORPUS_SHARED:-}
+if [ "$(cat "$CACHE/.key" 2>/dev/null)" = "$key" ]; then
+	echo "pzt corpus: cached in $CACHE"
+elif [ -n "$SHARED" ] && [ "$(cat "$SHARED/.key" 2>/dev/null)" = "$key" ]; then
+	echo "pzt corpus: copying $SHARED (same generators, builder and fixture)"
+	rm -rf "$CACHE" "$CACHE.tmp"
+	cp -a "$SHARED" "$CACHE.tmp"
+	mv "$CACHE.tmp" "$CACHE"
+else
 	echo "pzt corpus: generating in $CACHE"
 	"$SAMPLES/gen-corpus.sh" "$CACHE" "$PUZZLEFS" "$FIXTURE"
 	echo "$key" >"$CACHE/.key"
-else
-	echo "pzt corpus: cached in $CACHE"
 fi
 
 D=$TARGET_DIR/root/corpus
