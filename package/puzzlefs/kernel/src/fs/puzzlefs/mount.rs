@@ -40,9 +40,9 @@ use crate::PuzzleFs;
 use core::fmt;
 use kernel::fs::{
     context::{FsContext, Param},
-    inode::{Params, Type},
     dir,
     file::{PrivateMount, RegularFile},
+    inode::{Params, Type},
     sb::{New, Stat, SuperBlock, MAX_STACK_DEPTH},
     seq::SeqFile,
 };

@@ -4,9 +4,10 @@
 //!
 //! The format stores no link count, and hard links share one inode number. The first time a
 //! mount describes a non-directory inode (not at mount: mounting stays as cheap for a
-//! hundred thousand inodes as for ten), the entries of every directory the image shows (each directory's listing comes from the
-//! top-most layer holding it) are counted per inode, and the inodes named more than once are
-//! kept in a table sorted by inode number (16 bytes each); all others have one name.
+//! hundred thousand inodes as for ten), the entries of every directory the image shows (each
+//! directory's listing comes from the top-most layer holding it) are counted per inode, and
+//! the inodes named more than once are kept in a table sorted by inode number (16 bytes
+//! each); all others have one name.
 //!
 //! Directories report 1, as btrfs does: `find` and `fts` read a link count below 2 as
 //! "unknown" and look at every entry, while `2 + subdirectories` is only a promise, which an
