@@ -25,7 +25,6 @@ CORPUS=$BUILD_DIR/pzt-corpus
 DISK=${BASE_DIR:?}/disk-tree
 [ -f "$CORPUS/images.txt" ] || { echo "65-puzzlefs-difftest: no corpus in $CORPUS (50-* makes it)" >&2; exit 1; }
 
-
 # Reference trees: edge (every kind of entry and the hostile sizes), layers-d2
 # (what the three-layer images show), many (20 000 entries in one directory).
 rm -rf "$DISK/difftest" "$DISK/mutants"
