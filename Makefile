@@ -68,7 +68,7 @@ export PUZZLEFS_TEST_TOOLS
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_FAKEROOT_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static test-buildroot test-debug fuzz fuzz-debug linux-update-defconfig kernel-series kernel-check bench-builder bench-versions bench clean help check-config ensure-config
+	test-cargo test-suite test-static test-buildroot test-debug test-debug-build test-debug-suite fuzz fuzz-debug linux-update-defconfig kernel-series kernel-check bench-builder bench-versions bench clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -128,12 +128,17 @@ DEBUG_O := $(O)/debug
 # kernel (~1 ms per difftest operation, ~0.6 s per mutant there).
 DEBUG_DIFFTEST_OPS ?= 1500
 DEBUG_FUZZ_N ?= 40
-test-debug:
+# test-debug = test-debug-build + test-debug-suite (CI overlaps the second,
+# one guest on one core, with the other steps: .ci/run).
+test-debug: test-debug-build
+	@$(MAKE) --no-print-directory test-debug-suite
+test-debug-build:
 	@$(MAKE) --no-print-directory O=$(DEBUG_O) puzzlefs_qemu_debug_defconfig
 	@# The same puzzlefs tool (one cargo target dir) and so the same corpus as this
 	@# build's, when it has made one: neither is built twice.
 	@PZT_FUZZ_N=$(DEBUG_FUZZ_N) PZT_CORPUS_SHARED=$(O)/build/pzt-corpus \
 		$(MAKE) --no-print-directory O=$(DEBUG_O) PUZZLEFS_TARGET_DIR=$(PUZZLEFS_TARGET_DIR) all test-static
+test-debug-suite:
 	@PUZZLEFS_MEM=2048 TIMEOUT_SCALE=4 PZT_DIFFTEST_OPS=$(DEBUG_DIFFTEST_OPS) \
 		$(MAKE) --no-print-directory O=$(DEBUG_O) test-suite DEBUG_SUITE=1
 
