@@ -44,12 +44,12 @@ pub(crate) enum Mode {
 }
 
 impl Mode {
-    /// Parses `off`, `on` or `require`.
-    pub(crate) fn parse(s: &[u8]) -> Option<Self> {
-        match s {
-            b"off" => Some(Mode::Off),
-            b"on" => Some(Mode::On),
-            b"require" => Some(Mode::Require),
+    /// The mode of number `i` of the `verity=` values (`off`, `on`, `require`).
+    pub(crate) fn from_index(i: u32) -> Option<Self> {
+        match i {
+            0 => Some(Mode::Off),
+            1 => Some(Mode::On),
+            2 => Some(Mode::Require),
             _ => None,
         }
     }

@@ -38,8 +38,9 @@ use crate::decompress::ChunkCache;
 use crate::nlink::Nlinks;
 use crate::PuzzleFs;
 use core::fmt;
+use kernel::c_str;
 use kernel::fs::{
-    context::{FsContext, Param},
+    context::{EnumValues, FsContext, ParamSpec, ParamTable, Parsed},
     dir,
     file::{PrivateMount, RegularFile},
     inode::{Params, Type},
@@ -229,48 +230,45 @@ fn error(fc: &FsContext, errno: Error, args: fmt::Arguments<'_>) -> Error {
     errno
 }
 
-/// Parses `oci_root_dir=`, `image_manifest=` and `verity=`.
-pub(crate) fn parse_param(
-    fc: &FsContext,
-    opts: &mut Options,
-    key: &CStr,
-    value: Param<'_>,
-) -> Result {
-    let name = key.as_bytes();
-    if name != b"oci_root_dir" && name != b"image_manifest" && name != b"verity" {
-        return Err(ENOPARAM);
-    }
-    let Param::String(value) = value else {
-        return Err(error(
-            fc,
-            EINVAL,
-            format_args!("option {} needs a value", key),
-        ));
-    };
-    if name == b"oci_root_dir" {
-        if value.is_empty() {
-            return Err(error(fc, EINVAL, format_args!("oci_root_dir is empty")));
+const OPT_OCI_ROOT_DIR: u8 = 0;
+const OPT_IMAGE_MANIFEST: u8 = 1;
+const OPT_VERITY: u8 = 2;
+
+/// The values of `verity=`, numbered as [`blob::Mode::from_index`] reads them.
+const VERITY_MODES: EnumValues<3> = EnumValues::new([
+    (c_str!("off"), 0),
+    (c_str!("on"), 1),
+    (c_str!("require"), 2),
+]);
+
+/// The mount parameters: the VFS refuses unknown ones, a missing or empty string and a
+/// `verity=` other than these names ("Bad value for ...") before [`parse_param`].
+pub(crate) const PARAMS: ParamTable<3> = ParamTable::new([
+    ParamSpec::string(c_str!("oci_root_dir"), OPT_OCI_ROOT_DIR),
+    ParamSpec::string(c_str!("image_manifest"), OPT_IMAGE_MANIFEST),
+    ParamSpec::enumerated(c_str!("verity"), OPT_VERITY, &VERITY_MODES),
+]);
+
+/// Takes `oci_root_dir=`, `image_manifest=` and `verity=`.
+pub(crate) fn parse_param(fc: &FsContext, opts: &mut Options, param: &Parsed<'_>) -> Result {
+    match (param.opt(), param.string()) {
+        (OPT_OCI_ROOT_DIR, Some(dir)) => opts.oci_root_dir = Some(dir.to_cstring()?),
+        (OPT_IMAGE_MANIFEST, Some(value)) => {
+            let hex = value.as_bytes();
+            let hex = hex.strip_prefix(b"sha256:").unwrap_or(hex);
+            let digest = parse_hex_digest(hex).map_err(|_| {
+                error(
+                    fc,
+                    EINVAL,
+                    format_args!("image_manifest must be 64 hex digits, not '{}'", value),
+                )
+            })?;
+            opts.image_manifest = Some(digest);
         }
-        opts.oci_root_dir = Some(value.to_cstring()?);
-    } else if name == b"verity" {
-        opts.verity = blob::Mode::parse(value.as_bytes()).ok_or_else(|| {
-            error(
-                fc,
-                EINVAL,
-                format_args!("verity must be off, on or require, not '{}'", value),
-            )
-        })?;
-    } else {
-        let hex = value.as_bytes();
-        let hex = hex.strip_prefix(b"sha256:").unwrap_or(hex);
-        let digest = parse_hex_digest(hex).map_err(|_| {
-            error(
-                fc,
-                EINVAL,
-                format_args!("image_manifest must be 64 hex digits, not '{}'", value),
-            )
-        })?;
-        opts.image_manifest = Some(digest);
+        (OPT_VERITY, _) => {
+            opts.verity = blob::Mode::from_index(param.enum_value()).ok_or(EINVAL)?;
+        }
+        _ => return Err(EINVAL),
     }
     Ok(())
 }

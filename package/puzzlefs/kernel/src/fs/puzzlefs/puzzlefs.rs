@@ -37,7 +37,7 @@
 
 use kernel::c_str;
 use kernel::fs::{
-    context::{FsContext, Param},
+    context::{FsContext, ParamTableRef, Parsed},
     dir::DirEmitter,
     folio::{LockedFolio, Readahead},
     inode::{INode, INodeRef},
@@ -88,13 +88,10 @@ impl FileSystem for PuzzleFs {
     type Data = mount::Info;
     type INodeData = inode::InodeData;
 
-    fn parse_param(
-        fc: &FsContext,
-        opts: &mut mount::Options,
-        key: &CStr,
-        value: Param<'_>,
-    ) -> Result {
-        mount::parse_param(fc, opts, key, value)
+    const PARAMS: ParamTableRef = mount::PARAMS.params();
+
+    fn parse_param(fc: &FsContext, opts: &mut mount::Options, param: &Parsed<'_>) -> Result {
+        mount::parse_param(fc, opts, param)
     }
 
     fn fill_super(

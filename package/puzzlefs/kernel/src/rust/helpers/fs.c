@@ -3,6 +3,7 @@
 #include <linux/cacheflush.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
+#include <linux/fs_parser.h>
 #include <linux/fsverity.h>
 #include <linux/highmem.h>
 #include <linux/lockdep.h>
@@ -19,6 +20,14 @@ bool rust_helper_dir_emit(struct dir_context *ctx, const char *name, int namelen
 bool rust_helper_dir_emit_dots(struct file *file, struct dir_context *ctx)
 {
 	return dir_emit_dots(file, ctx);
+}
+
+int rust_helper_fs_parse(struct fs_context *fc,
+			 const struct fs_parameter_spec *desc,
+			 struct fs_parameter *param,
+			 struct fs_parse_result *result)
+{
+	return fs_parse(fc, desc, param, result);
 }
 
 loff_t rust_helper_i_size_read(const struct inode *inode)

@@ -32,7 +32,7 @@ pub mod seq;
 pub mod verity;
 pub mod xattr;
 
-use context::{FsContext, Param};
+use context::{FsContext, ParamTableRef, Parsed};
 use dir::DirEmitter;
 use folio::LockedFolio;
 use inode::{INode, INodeRef};
@@ -65,16 +65,13 @@ pub trait FileSystem: Sized + Send + Sync + 'static {
     /// allocation as the VFS inode and is dropped when the inode is destroyed.
     type INodeData: Send + Sync + 'static;
 
-    /// Parses one mount parameter. `key` is the parameter name, `value` its value.
-    ///
-    /// Return [`ENOPARAM`] for parameters the file system does not know: the VFS then handles
-    /// the generic ones (`source`, `ro`, ...) and reports the rest as unknown.
-    fn parse_param(
-        fc: &FsContext,
-        opts: &mut Self::Options,
-        key: &CStr,
-        value: Param<'_>,
-    ) -> Result;
+    /// The mount parameters the file system takes. The VFS matches each parameter against
+    /// them (`fs_parse()`): it reports unknown ones and bad values itself, and hands the others
+    /// to [`FileSystem::parse_param`].
+    const PARAMS: ParamTableRef;
+
+    /// Takes one mount parameter that matched an entry of [`FileSystem::PARAMS`].
+    fn parse_param(fc: &FsContext, opts: &mut Self::Options, param: &Parsed<'_>) -> Result;
 
     /// Sets up a new super block from the options and returns the per-mount data.
     ///
@@ -296,22 +293,38 @@ impl<T: FileSystem> Tables<T> {
         param: *mut bindings::fs_parameter,
     ) -> ffi::c_int {
         from_result(|| {
-            // SAFETY: The VFS passes a valid context and parameter; the context's operations
-            // are ours, so `fs_private` holds the options set by `init_fs_context`, which only
-            // the VFS's serialised configuration calls use.
-            let (ctx, opts, key, value) = unsafe {
-                let opts = &mut *(*fc).fs_private.cast::<T::Options>();
-                let key = CStr::from_char_ptr((*param).key);
-                let value = match (*param).type_() {
-                    bindings::fs_value_type_fs_value_is_flag => Param::Flag,
-                    bindings::fs_value_type_fs_value_is_string => {
-                        Param::String(CStr::from_char_ptr((*param).__bindgen_anon_1.string))
-                    }
-                    _ => Param::Other,
+            let mut result = core::mem::MaybeUninit::<bindings::fs_parse_result>::zeroed();
+            // SAFETY: The VFS passes a valid context and parameter; by the invariant of
+            // `ParamTableRef`, `T::PARAMS` is a terminated table that lives for ever; `result` is
+            // writable. Unknown parameters (`-ENOPARAM`, which the VFS handles) and bad values
+            // come back as errors.
+            let opt = to_result_opt(unsafe {
+                bindings::fs_parse(fc, T::PARAMS.as_ptr(), param, result.as_mut_ptr())
+            })?;
+            // SAFETY: Zeroed, then written by `fs_parse`: all of its fields are integers.
+            let result = unsafe { result.assume_init() };
+            // SAFETY: As above, and the context's operations are ours, so `fs_private` holds
+            // the options set by `init_fs_context`, which only the VFS's serialised
+            // configuration calls use. A parameter that matched a string entry has a string
+            // value, which lives as long as `param`.
+            let (ctx, opts, parsed) = unsafe {
+                let string = if (*param).type_() == bindings::fs_value_type_fs_value_is_string {
+                    Some(CStr::from_char_ptr((*param).__bindgen_anon_1.string))
+                } else {
+                    None
                 };
-                (FsContext::from_raw(fc), opts, key, value)
+                let parsed = Parsed {
+                    opt,
+                    string,
+                    enum_value: result.__bindgen_anon_1.uint_32,
+                };
+                (
+                    FsContext::from_raw(fc),
+                    &mut *(*fc).fs_private.cast::<T::Options>(),
+                    parsed,
+                )
             };
-            T::parse_param(ctx, opts, key, value)?;
+            T::parse_param(ctx, opts, &parsed)?;
             Ok(0)
         })
     }
@@ -458,6 +471,12 @@ impl<T: FileSystem> Tables<T> {
             Ok(0)
         })
     }
+}
+
+/// The option number `fs_parse()` returns, or its error.
+fn to_result_opt(ret: ffi::c_int) -> Result<u8> {
+    to_result(ret)?;
+    u8::try_from(ret).map_err(|_| EINVAL)
 }
 
 /// The `S_IFMT` bits of a mode.

@@ -9,17 +9,146 @@ use crate::c_str;
 use crate::prelude::*;
 use crate::str::CString;
 use crate::types::Opaque;
-use core::fmt;
+use core::{fmt, ptr};
 
-/// The value of a mount parameter.
+/// One entry of a file system's parameter table (`struct fs_parameter_spec`), as the C
+/// `fsparam_*` macros make them. `opt` is the number [`Parsed::opt`] gives back for it.
+#[repr(transparent)]
+pub struct ParamSpec(bindings::fs_parameter_spec);
+
+impl ParamSpec {
+    const fn new(
+        name: &'static CStr,
+        opt: u8,
+        kind: bindings::fs_param_type,
+        data: *const core::ffi::c_void,
+    ) -> Self {
+        Self(bindings::fs_parameter_spec {
+            name: name.as_char_ptr(),
+            type_: kind,
+            opt,
+            flags: 0,
+            data,
+        })
+    }
+
+    /// A parameter with a non-empty string value (`fsparam_string`).
+    pub const fn string(name: &'static CStr, opt: u8) -> Self {
+        Self::new(name, opt, Some(bindings::fs_param_is_string), ptr::null())
+    }
+
+    /// A parameter whose value is one of the names of `values` (`fsparam_enum`);
+    /// [`Parsed::enum_value`] is the number given with that name.
+    pub const fn enumerated<const N: usize>(
+        name: &'static CStr,
+        opt: u8,
+        values: &'static EnumValues<N>,
+    ) -> Self {
+        Self::new(
+            name,
+            opt,
+            Some(bindings::fs_param_is_enum),
+            (values as *const EnumValues<N>).cast(),
+        )
+    }
+}
+
+/// The values of an enumerated parameter (a `struct constant_table` array and its terminator).
+#[repr(C)]
+pub struct EnumValues<const N: usize> {
+    values: [bindings::constant_table; N],
+    end: bindings::constant_table,
+}
+
+impl<const N: usize> EnumValues<N> {
+    /// Makes the table of `(name, number)` pairs.
+    pub const fn new(values: [(&'static CStr, u32); N]) -> Self {
+        const END: bindings::constant_table = bindings::constant_table {
+            name: ptr::null(),
+            value: 0,
+        };
+        let mut table = [END; N];
+        let mut i = 0;
+        while i < N {
+            table[i].name = values[i].0.as_char_ptr();
+            table[i].value = values[i].1 as _;
+            i += 1;
+        }
+        Self {
+            values: table,
+            end: END,
+        }
+    }
+}
+
+/// A file system's parameter table: `N` entries and the terminator `fs_parse()` stops at.
+#[repr(C)]
+pub struct ParamTable<const N: usize> {
+    specs: [ParamSpec; N],
+    end: bindings::fs_parameter_spec,
+}
+
+impl<const N: usize> ParamTable<N> {
+    /// Makes the table.
+    pub const fn new(specs: [ParamSpec; N]) -> Self {
+        Self {
+            specs,
+            end: bindings::fs_parameter_spec {
+                name: ptr::null(),
+                type_: None,
+                opt: 0,
+                flags: 0,
+                data: ptr::null(),
+            },
+        }
+    }
+
+    /// The table as [`FileSystem::PARAMS`](super::FileSystem::PARAMS) takes it.
+    pub const fn params(&'static self) -> ParamTableRef {
+        ParamTableRef((self as *const Self).cast())
+    }
+}
+
+/// A terminated parameter table that lives for ever (made by [`ParamTable::params`]).
+///
+/// # Invariants
+///
+/// The pointer is to the first entry of a `ParamTable`, whose strings and enumerated values
+/// are `'static`.
 #[derive(Clone, Copy)]
-pub enum Param<'a> {
-    /// The parameter was given without a value (`-o key`).
-    Flag,
-    /// The parameter was given a string value (`-o key=value`).
-    String(&'a CStr),
-    /// A binary blob, file name or file descriptor (through `fsconfig`); not supported here.
-    Other,
+pub struct ParamTableRef(*const bindings::fs_parameter_spec);
+
+impl ParamTableRef {
+    pub(crate) fn as_ptr(self) -> *const bindings::fs_parameter_spec {
+        self.0
+    }
+}
+
+/// A mount parameter the VFS matched against the file system's table (`fs_parse()`).
+///
+/// The parser has checked it against its entry: a string parameter has a non-empty string
+/// value, an enumerated one one of the names of its table.
+pub struct Parsed<'a> {
+    pub(crate) opt: u8,
+    pub(crate) string: Option<&'a CStr>,
+    pub(crate) enum_value: u32,
+}
+
+impl<'a> Parsed<'a> {
+    /// The `opt` number of the table entry the parameter matched.
+    pub fn opt(&self) -> u8 {
+        self.opt
+    }
+
+    /// The value of a string parameter.
+    pub fn string(&self) -> Option<&'a CStr> {
+        self.string
+    }
+
+    /// The number of the name given to an enumerated parameter.
+    pub fn enum_value(&self) -> u32 {
+        self.enum_value
+    }
 }
 
 /// A file system context (`struct fs_context`) being configured or used to mount.
