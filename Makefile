@@ -127,7 +127,7 @@ DEBUG_O := $(O)/debug
 # (cases 65-67): KASAN under TCG is several times slower than the appliance
 # kernel (~1 ms per difftest operation, ~0.6 s per mutant there).
 DEBUG_DIFFTEST_OPS ?= 1500
-DEBUG_FUZZ_N ?= 40
+DEBUG_FUZZ_N ?= 20
 # test-debug = test-debug-build + test-debug-suite (CI overlaps the second,
 # one guest on one core, with the other steps: .ci/run).
 test-debug: test-debug-build
