@@ -21,6 +21,9 @@
 #   tar.gz diff                       v1 full, then tar.gz of changed/new paths
 #                                     (and .wh. whiteouts), as OCI layers
 #   squashfs-zstd / erofs-lz4hc       one image per version
+# Then what each version added: for puzzlefs rows the blobs its build
+# created, split into chunk data, metadata layers and manifest
+# (test/bench/increment.py); for the tar.gz diff rows each layer.
 #
 # PUZZLEFS       puzzlefs binary (default: build package/puzzlefs, release)
 # PUZZLEFS_PREV  optional second binary, measured alongside as prev*
@@ -138,6 +141,15 @@ report() {
 	printf '%-26s %8d %14d %14d %10s\n' "$name" "$n" "$disk" "$app" "$t" | tee -a "$work/table"
 }
 
+# increment NAME BIN OCI V: what building tag V added to OCI, by kind of
+# blob, as a row of $work/increments
+increment() {
+	python3 "$here/test/bench/increment.py" "$2" "$3" "$4" "$work/$1.seen" |
+		awk -v name="$1" -v v="$4" -F'\t' '{
+			printf "%-26s %-3s %6d %12d %12d %12d %12d %12d\n", name, v, $2, $3, $7, $11,
+				$3 + $7 + $11, $4 + $8 + $12 }' >>"$work/increments"
+}
+
 # puzzlefs_row NAME BIN DELTA FLAGS...
 puzzlefs_row() {
 	name=$1 bin=$2 delta=$3; shift 3
@@ -150,6 +162,7 @@ puzzlefs_row() {
 		else
 			timed "$bin" -q build "$@" "$trees/$v" "$o" "$v"
 		fi
+		increment "$name" "$bin" "$o" "$v"
 		prev=$v
 	done
 	report "$name" "$o/blobs"
@@ -193,6 +206,11 @@ tar_rows() {
 		prev=$v
 	done
 	report "tar.gz v1 + diff layers" "$o"
+	for v in v1 v2 v3; do
+		b=$(stat -c %s "$o/$v.tar.gz")
+		printf '%-26s %-3s %6s %12s %12s %12s %12d %12d\n' "tar.gz v1 + diff layers" "$v" - - - - \
+			"$b" "$(du -B4096 "$o/$v.tar.gz" | awk '{ print $1 * 4096 }')" >>"$work/increments"
+	done
 }
 
 image_rows() {
@@ -241,3 +259,10 @@ fi
 tar_rows
 image_rows
 cat "$work/notes"
+# What each version added (puzzlefs: new blobs of that build; tar.gz: the
+# layer). Chunk data, metadata layers and manifests in apparent bytes; the
+# total also in du bytes (4 KiB blocks).
+echo
+printf '%-26s %-3s %6s %12s %12s %12s %12s %12s\n' increments ver chunks "chunk bytes" metadata \
+	manifest total "total du"
+cat "$work/increments"
