@@ -36,7 +36,8 @@ def main():
     report = json.loads(
         subprocess.run([tool, "inspect", "--json", oci, tag], check=True,
                        capture_output=True, text=True).stdout)
-    layers = {l["digest"] for img in report["images"] for l in img["layers"]}
+    layers = {layer["digest"] for img in report["images"]
+              for layer in img["layers"]}
 
     kinds = {"chunks": [0, 0, 0], "metadata": [0, 0, 0], "manifest": [0, 0, 0]}
     for name in now:
