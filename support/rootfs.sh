@@ -53,7 +53,7 @@ install_debs() {
 		deb=
 		for f in "$DEBS/$p"_*.deb; do [ -e "$f" ] && deb=$f; done
 		if [ -z "$deb" ]; then
-			(cd "$DEBS" && apt-get download -q "$p" >/dev/null) || die "apt-get download $p failed"
+			(cd "$DEBS" && apt-get download -q "$p" >/dev/null 2>&1 || apt-get download "$p") || die "apt-get download $p failed"
 			for f in "$DEBS/$p"_*.deb; do deb=$f; done
 		fi
 		dpkg-deb -x "$deb" "$stage"
