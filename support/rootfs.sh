@@ -58,10 +58,10 @@ install_debs() {
 		fi
 		dpkg-deb -x "$deb" "$stage"
 	done
-	for d in lib lib64 usr/bin usr/lib/python3*; do
-		[ -d "$stage/$d" ] || continue
-		mkdir -p "$TARGET_DIR/$d"
-		cp -a "$stage/$d/." "$TARGET_DIR/$d/"
+	for d in "$stage"/lib "$stage"/lib64 "$stage"/usr/bin "$stage"/usr/lib/python3*; do
+		[ -d "$d" ] || continue
+		mkdir -p "$TARGET_DIR/${d#"$stage"/}"
+		cp -a "$d/." "$TARGET_DIR/${d#"$stage"/}/"
 	done
 	rm -rf "$stage"
 }
