@@ -260,7 +260,7 @@ sample() { # sample <tree> <awk filter>
 sample edge '$0 != "big64m" && !/^zeros-/ && !/^share-[bct]/'
 sample layers-d2 '1'
 [ -d "$OUT/trees/fixture-src" ] && sample fixture-src '1'
-sample real 'NR % 32 == 1 || /^bin\/busybox$/ || /^usr\/bin\/python3[.0-9]*$/ || /(^|\/)(libc|ld-linux)[^\/]*\.so[.0-9]*$/'
+sample real 'NR % 16 == 1 || /^usr\/bin\/puzzlefs$/ || /^bin\/busybox$/ || /^usr\/bin\/python3[.0-9]*$/ || /(^|\/)(libc|ld-linux)[^\/]*\.so[.0-9]*$/'
 # ------------------------------------------------------------------ hostile
 python3 "$HERE/gen-hostile.py" "$PUZZLEFS" "$H" "$OUT/hostile" >/dev/null || die "gen-hostile.py failed"
 rm -rf "$OUT/hostile/src"
