@@ -11,7 +11,7 @@
 # <out>/trees/<tree>/         source trees (edge, many, real, layers-{base,d1,d2}, fixture-*)
 #                             real: the target's own programs, libraries and
 #                             python modules (bin sbin lib lib64 usr/{bin,sbin,lib,lib64}
-#                             of <target dir>, without lib/modules)
+#                             of <target dir>, without the kernel modules)
 # <out>/img/<image>/          OCI directories:
 #      edge, many, real        tags plain and zstd (-c)
 #      layers, layers-z        tags base, d1 (-b base), d2 (-b d1); layers-z with -c
@@ -162,7 +162,10 @@ mkdir -p "$T"
 # shellcheck source=test/samples/real-dirs.sh
 . "$HERE/real-dirs.sh"
 (cd "$TARGET" && real_dirs | while IFS= read -r d; do cp -a --parents "$d" "$T/"; done)
-rm -rf "$T/lib/modules"
+for p in $real_skip; do
+	# Not through a copied directory symlink (merged /usr: lib -> usr/lib).
+	[ -L "$T/${p%/*}" ] || rm -rf "${T:?}/$p"
+done
 [ -f "$T/bin/busybox" ] || die "no bin/busybox in the real tree"
 
 # ------------------------------------------------------------------ layers

@@ -29,9 +29,8 @@ CACHE=$BUILD_DIR/pzt-corpus
 key=$( {
 	cat "$SAMPLES/gen-corpus.sh" "$SAMPLES/real-dirs.sh" "$SAMPLES/gen-hostile.py" "$SAMPLES/pzt-helper.c" "$PUZZLEFS"
 	[ -d "$FIXTURE" ] && (cd "$FIXTURE" && find . -type f | LC_ALL=C sort | xargs sha256sum)
-	# shellcheck disable=SC2046 # one directory name a line, no spaces
-	(cd "$TARGET_DIR" && find $(real_dirs) -path lib/modules -prune -o -printf '%p %y %m %l\n' | LC_ALL=C sort \
-		&& find $(real_dirs) -path lib/modules -prune -o -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
+	(cd "$TARGET_DIR" && real_find -printf '%p %y %m %l\n' | LC_ALL=C sort \
+		&& real_find -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
 } | sha256sum | cut -d' ' -f1)
 SHARED=${PZT_CORPUS_SHARED:-}
 if [ "$(cat "$CACHE/.key" 2>/dev/null)" = "$key" ]; then
