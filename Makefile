@@ -64,7 +64,10 @@ HOST_DIR := $(O)/host
 
 # Target packages of this tree that the host build installs itself.
 PUZZLEFS_TEST_TOOLS := $(BR2_PACKAGE_PUZZLEFS_TEST_TOOLS)
-export PUZZLEFS_TEST_TOOLS
+HOST_PUZZLEFS_TEST_TOOLS := $(BR2_PACKAGE_HOST_PUZZLEFS_TEST_TOOLS)
+# Buildroot's python3 package; here Debian's python3.11 (support/rootfs.sh).
+PYTHON3 := $(BR2_PACKAGE_PYTHON3)
+export PUZZLEFS_TEST_TOOLS HOST_PUZZLEFS_TEST_TOOLS PYTHON3
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_FAKEROOT_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \

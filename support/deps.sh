@@ -36,6 +36,7 @@ erofs-utils:/usr/bin/mkfs.erofs
 squashfs-tools:/usr/bin/mksquashfs
 attr:/usr/bin/getfattr
 gcc:/usr/bin/gcc
+binutils:/usr/bin/readelf
 libc6-dev:/usr/lib/x86_64-linux-gnu/libc.a
 python3:/usr/bin/python3
 python3-magic:/usr/lib/python3/dist-packages/magic/__init__.py

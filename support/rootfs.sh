@@ -1,8 +1,13 @@
 #!/bin/sh
 # Host build of the root filesystem, in Buildroot's order:
-#   skeleton (busybox-static + applet links) -> kernel modules -> packages
-#   (puzzlefs) -> rootfs overlays -> post-build scripts -> owners reset to
-#   root -> post-fakeroot scripts -> cpio image -> post-image scripts.
+#   skeleton (busybox-static + applet links) -> C library -> kernel modules
+#   -> packages (puzzlefs, test tools, python3) -> rootfs overlays ->
+#   post-build scripts -> owners reset to root -> post-fakeroot scripts ->
+#   cpio image -> post-image scripts.
+# Debian packages stand in for Buildroot's: the C library (Buildroot's
+# toolchain installs its own into the target) and python3 are Debian's
+# libc6 and python3.11, fetched with apt-get download (cached in
+# $O/build/target-debs) and unpacked into the target tree.
 # Usage: support/rootfs.sh <output-dir>; settings from the Makefile's exports.
 set -eu
 
@@ -34,6 +39,36 @@ cp /bin/busybox bin/busybox
 	ln -sf /bin/busybox "$applet"
 done
 
+DEBS=$O/build/target-debs
+mkdir -p "$DEBS"
+# install_debs <package>...: the libraries, programs and python modules of
+# Debian packages (lib/, lib64/, usr/bin/, usr/lib/python3*/; no docs, no
+# gconv), as Buildroot's packages install them (its target-finalize drops
+# documentation too).
+install_debs() {
+	stage=$O/build/target-debs.stage
+	rm -rf "$stage"
+	mkdir -p "$stage"
+	for p in "$@"; do
+		deb=
+		for f in "$DEBS/$p"_*.deb; do [ -e "$f" ] && deb=$f; done
+		if [ -z "$deb" ]; then
+			(cd "$DEBS" && apt-get download -q "$p" >/dev/null 2>&1 || apt-get download "$p") || die "apt-get download $p failed"
+			for f in "$DEBS/$p"_*.deb; do deb=$f; done
+		fi
+		dpkg-deb -x "$deb" "$stage"
+	done
+	for d in "$stage"/lib "$stage"/lib64 "$stage"/usr/bin "$stage"/usr/lib/python3*; do
+		[ -d "$d" ] || continue
+		mkdir -p "$TARGET_DIR/${d#"$stage"/}"
+		cp -a "$d/." "$TARGET_DIR/${d#"$stage"/}/"
+	done
+	rm -rf "$stage"
+}
+
+step "C library (libc6, as Buildroot's toolchain installs its own)"
+install_debs libc6
+
 step "kernel modules"
 cp -a "$O/build/modules/lib/modules/." lib/modules/
 rm -f lib/modules/*/build lib/modules/*/source
@@ -42,15 +77,30 @@ step "puzzlefs (static)"
 install -D -m 0755 "$HOST_DIR/bin/puzzlefs" usr/bin/puzzlefs
 
 if [ -n "${PUZZLEFS_TEST_TOOLS:-}" ]; then
-	# package/puzzlefs-test-tools: the guest-side test helpers.
-	step "puzzlefs-test-tools (static)"
+	# package/puzzlefs-test-tools: the guest-side test helpers, linked
+	# against the C library installed above, as Buildroot links them.
+	step "puzzlefs-test-tools"
 	# <tool>:<directory>, as in package/puzzlefs-test-tools/puzzlefs-test-tools.mk.
 	for t in pzk-tool:usr/libexec/pzk pzt-helper:usr/libexec/puzzlefs-test \
 		pzt-difftest:usr/libexec/puzzlefs-test pzv-tool:usr/libexec/pzv; do
 		name=${t%%:*} dir=${t#*:}
 		mkdir -p "$dir"
-		gcc -static -O2 -Wall -o "$dir/$name" "$REPO/test/samples/$name.c" || die "building $name failed"
+		gcc -O2 -Wall -o "$dir/$name" "$REPO/test/samples/$name.c" || die "building $name failed"
 	done
+fi
+
+if [ -n "${HOST_PUZZLEFS_TEST_TOOLS:-}" ]; then
+	# host-puzzlefs-test-tools: pzt-helper for the build machine (the
+	# corpus's manifests, post-fakeroot.d/50-*).
+	step "host-puzzlefs-test-tools"
+	mkdir -p "$HOST_DIR/bin"
+	gcc -O2 -Wall -o "$HOST_DIR/bin/pzt-helper" "$REPO/test/samples/pzt-helper.c" || die "building pzt-helper failed"
+fi
+
+if [ -n "${PYTHON3:-}" ]; then
+	step "python3 (python3.11-minimal and its libraries)"
+	install_debs python3.11-minimal libpython3.11-minimal libexpat1 zlib1g
+	ln -sf python3.11 usr/bin/python3
 fi
 
 for overlay in ${ROOTFS_OVERLAYS:-}; do

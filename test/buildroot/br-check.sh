@@ -292,7 +292,7 @@ for name, p in sorted(json.load(open(sys.argv[1])).items()):
 	while read -r name src _dldir hfiles; do
 		# Buildroot's hash file paths are relative to its top directory.
 		hf=$(for h in $hfiles; do case $h in /*) echo "$h" ;; *) echo "$BR/$h" ;; esac; done)
-		case $name in puzzlefs|host-puzzlefs) continue ;; esac # local site: nothing downloaded
+		case $name in puzzlefs|host-puzzlefs|host-puzzlefs-test-tools) continue ;; esac # local site: nothing downloaded
 		if [ -n "$crate_cache" ] && [ -f "$crate_cache$src" ]; then
 			file=$crate_cache$src
 		else

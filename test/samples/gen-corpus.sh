@@ -1,11 +1,17 @@
 #!/bin/bash
 # Regression corpus for the expect suite (test/cases/5N-7N-*.exp), made on the
-# host from nothing but this repo, Debian packages and the builder under test:
+# build machine from nothing but this repo, the target tree and the builder
+# under test:
 #
-#   gen-corpus.sh <out> <puzzlefs> [<fixture dir>]
+#   gen-corpus.sh <out> <puzzlefs> <pzt-helper> <target dir> [<fixture dir>]
 #
-# <out>/bin/pzt-helper        static helper (test/samples/pzt-helper.c), host and guest
+# <pzt-helper> is test/samples/pzt-helper.c built for the build machine
+# (host-puzzlefs-test-tools: $HOST_DIR/bin/pzt-helper); the guest runs the
+# target's build of the same source, so both sides use the same code.
 # <out>/trees/<tree>/         source trees (edge, many, real, layers-{base,d1,d2}, fixture-*)
+#                             real: the target's own programs, libraries and
+#                             python modules (bin sbin lib lib64 usr/{bin,sbin,lib,lib64}
+#                             of <target dir>, without the kernel modules)
 # <out>/img/<image>/          OCI directories:
 #      edge, many, real        tags plain and zstd (-c)
 #      layers, layers-z        tags base, d1 (-b base), d2 (-b d1); layers-z with -c
@@ -18,26 +24,26 @@
 # <out>/big.txt               <tree> <path> <seed> <size> <period> of files made by `pzt-helper gen`
 #                             that are not copied (the guest regenerates them for cmp)
 #
-# Deterministic: the same inputs give the same trees (the .debs are the
-# candidates of the host's apt sources, cached in <out>/../pzt-debs). Run as
-# root (device nodes, owners, trusted.* xattrs).
+# Deterministic: the same inputs give the same trees (real_dirs below is
+# what 50-puzzlefs-test-corpus.sh hashes into its cache key). Run as root
+# (device nodes, owners, trusted.* xattrs).
 set -euo pipefail
 OUT=$1
 PUZZLEFS=$2
-FIXTURE=${3:-}
+H=$3
+TARGET=$4
+FIXTURE=${5:-}
 HERE=$(cd "$(dirname "$0")" && pwd)
-DEBS=${PZT_DEBS:-$(dirname "$OUT")/pzt-debs}
 die() { echo "gen-corpus: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "needs root"
-for t in gcc python3 setfattr dpkg-deb apt-get mknod truncate; do
-	command -v $t >/dev/null || die "needs $t (Debian: gcc libc6-dev python3 attr dpkg apt coreutils)"
+for t in python3 setfattr mknod truncate; do
+	command -v $t >/dev/null || die "needs $t"
 done
-[ -e /usr/lib/x86_64-linux-gnu/libc.a ] || die "needs libc6-dev (static libc for pzt-helper)"
+[ -x "$H" ] || die "no pzt-helper for the build machine at $H (host-puzzlefs-test-tools)"
+[ -x "$TARGET/bin/busybox" ] || die "no target tree at $TARGET (no bin/busybox)"
 
 rm -rf "$OUT"
-mkdir -p "$OUT/bin" "$OUT/trees" "$OUT/img" "$OUT/manifests" "$OUT/copies" "$DEBS"
-gcc -static -O2 -Wall -o "$OUT/bin/pzt-helper" "$HERE/pzt-helper.c"
-H=$OUT/bin/pzt-helper
+mkdir -p "$OUT/trees" "$OUT/img" "$OUT/manifests" "$OUT/copies"
 : >"$OUT/big.txt"
 : >"$OUT/images.txt"
 
@@ -148,22 +154,19 @@ mkdir -p "$T/flat"
 printf 'outside\n' >"$T/other"
 
 # ------------------------------------------------------------------ real
+# The target's own installed files, owners, modes and links as they are there
+# (post-fakeroot: root-owned). The kernel modules are left out: they differ
+# between the appliance and the debug kernel, which share this corpus.
 T=$OUT/trees/real
 mkdir -p "$T"
-PKGS="busybox-static coreutils libc6 libacl1 libattr1 libgmp10 libselinux1 libpcre2-8-0
-      python3.11-minimal libpython3.11-minimal libexpat1 zlib1g"
-(
-cd "$DEBS"
-for p in $PKGS; do
-	ls "$p"_*.deb >/dev/null 2>&1 || apt-get download -q "$p" >/dev/null 2>&1 \
-		|| apt-get download "$p" || die "apt-get download $p failed"
+# shellcheck source=test/samples/real-dirs.sh
+. "$HERE/real-dirs.sh"
+(cd "$TARGET" && real_dirs | while IFS= read -r d; do cp -a --parents "$d" "$T/"; done)
+for p in $real_skip; do
+	# Not through a copied directory symlink (merged /usr: lib -> usr/lib).
+	[ -L "$T/${p%/*}" ] || rm -rf "${T:?}/$p"
 done
-)
-for p in $PKGS; do
-	deb=$(ls "$DEBS/$p"_*.deb | LC_ALL=C sort | tail -n1)
-	dpkg-deb -x "$deb" "$T"
-done
-# dpkg-deb -x keeps the package's owners and modes; nothing else is added.
+[ -f "$T/bin/busybox" ] || die "no bin/busybox in the real tree"
 
 # ------------------------------------------------------------------ layers
 L=$OUT/trees
@@ -260,7 +263,7 @@ sample() { # sample <tree> <awk filter>
 sample edge '$0 != "big64m" && !/^zeros-/ && !/^share-[bct]/'
 sample layers-d2 '1'
 [ -d "$OUT/trees/fixture-src" ] && sample fixture-src '1'
-sample real 'NR % 32 == 1 || /^bin\/(ls|cat|sha256sum|busybox)$/ || /libc\.so\.6$/'
+sample real 'NR % 16 == 1 || /^usr\/bin\/puzzlefs$/ || /^bin\/busybox$/ || /^usr\/bin\/python3[.0-9]*$/ || /(^|\/)(libc|ld-linux)[^\/]*\.so[.0-9]*$/'
 # ------------------------------------------------------------------ hostile
 python3 "$HERE/gen-hostile.py" "$PUZZLEFS" "$H" "$OUT/hostile" >/dev/null || die "gen-hostile.py failed"
 rm -rf "$OUT/hostile/src"

@@ -1,9 +1,9 @@
 /*
  * pzt-helper: the few things the regression suite needs that busybox has no
- * applet for. Built static (gcc -static -O2) by test/samples/gen-corpus.sh,
- * run unchanged on the host (over source trees) and in the guest (over
- * mounted images), so both sides of a comparison use the same code. It uses
- * nothing from PuzzleFS.
+ * applet for. The same source is built for the build machine
+ * (host-puzzlefs-test-tools: gen-corpus.sh's manifests of the source trees)
+ * and the guest (puzzlefs-test-tools: over mounted images), so both sides of
+ * a comparison use the same code. It uses nothing from PuzzleFS.
  *
  *   pzt-helper manifest <dir>      one line per entry under <dir> (itself as "."):
  *        path kind mode uid gid size content xattrs links

@@ -5,7 +5,8 @@
 #   /root/pzk/plain/oci          image of /root/pzk/plain/src built by this repo's
 #                                builder (tag plain), with the target's busybox in it
 #   /root/pzk/<name>.digest      manifest digest of each image/tag
-#   /root/pzk/rootfs/oci         busybox + ls with its shared libraries (tag rootfs, zstd)
+#   /root/pzk/rootfs/oci         the target's busybox, and its pzt-helper with its dynamic
+#                                loader and shared libraries (tag rootfs, zstd)
 #   /root/pzk/nested/oci         an image holding an image holding an image (tags
 #                                outer, middle, inner: nested-<tag>.digest)
 # (/usr/libexec/pzk/listing, which prints a tree listing, is in overlay/;
@@ -91,16 +92,66 @@ digest_of "$N/oci" outer >"$D/nested-outer.digest"
 rm -rf "$N/inner" "$N/middle" "$N/outer"
 for n in inner middle outer; do [ -s "$D/nested-$n.digest" ] || die "no digest for nested $n"; done
 
-# A small real root file system: the target's busybox, and ls and its shared
-# libraries from the build host (Debian), to chroot into.
+# A small real root file system, all from the target tree (never the build
+# machine's): the target's busybox and pzt-helper (package
+# puzzlefs-test-tools, a dynamically linked program: it must be one, so that
+# the chroot case runs the image's ld.so), with the dynamic loader and every
+# library it needs (DT_NEEDED, recursively) from the target's lib dirs, read
+# with the target toolchain's readelf where Buildroot has one.
 R=$D/rootfs/src
-mkdir -p "$R/bin" "$R/usr/bin" "$R/lib64" "$R/lib/x86_64-linux-gnu" "$R/etc" "$R/tmp"
-cp "$TARGET_DIR/bin/busybox" "$R/bin/busybox"
-for applet in sh echo cat; do ln -s busybox "$R/bin/$applet"; done
-cp /usr/bin/ls "$R/usr/bin/ls"
-ldd /usr/bin/ls | grep -o '/[^ ]*' | while IFS= read -r lib; do
-	mkdir -p "$R$(dirname "$lib")"
-	cp -L "$lib" "$R$lib"
+READELF=readelf
+for r in "$HOST_DIR"/bin/*-readelf; do [ -x "$r" ] && READELF=$r; done
+mkdir -p "$R/bin" "$R/usr/bin" "$R/etc" "$R/tmp"
+# in_target <absolute path in the target>: that file in $TARGET_DIR with every
+# symlink resolved inside the target tree (an absolute link such as Debian's
+# /lib64/ld-linux-x86-64.so.2 must not lead to the build machine's file).
+in_target() {
+	p=$1 n=0
+	while [ -L "$TARGET_DIR$p" ]; do
+		n=$((n + 1))
+		[ "$n" -le 40 ] || die "symlink loop at $TARGET_DIR$1"
+		l=$(readlink "$TARGET_DIR$p")
+		case $l in /*) p=$l ;; *) p=$(dirname "$p")/$l ;; esac
+	done
+	[ -f "$TARGET_DIR$p" ] || die "$1 is not in the target tree"
+	echo "$TARGET_DIR$p"
+}
+# copy_in <path in the target>: that file into $R at the same path.
+copy_in() {
+	mkdir -p "$R$(dirname "$1")"
+	cp "$(in_target "$1")" "$R$1"
+}
+# needs <file>: its DT_NEEDED names, one a line.
+needs() { "$READELF" -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]$/\1/p'; }
+# find_lib <name>: where the target's dynamic loader finds it (Buildroot:
+# /lib, /usr/lib; Debian's multiarch directories in the host build).
+find_lib() {
+	for dir in "$TARGET_DIR"/lib "$TARGET_DIR"/usr/lib "$TARGET_DIR"/lib64 "$TARGET_DIR"/usr/lib64 \
+		"$TARGET_DIR"/lib/*-linux-gnu "$TARGET_DIR"/usr/lib/*-linux-gnu; do
+		[ -e "$dir/$1" ] || [ -L "$dir/$1" ] || continue
+		echo "${dir#"$TARGET_DIR"}/$1"
+		return
+	done
+	return 1
+}
+
+cp "$(in_target /bin/busybox)" "$R/bin/busybox"
+for applet in sh echo cat ls; do ln -s busybox "$R/bin/$applet"; done
+PROG=/usr/libexec/puzzlefs-test/pzt-helper
+interp=$("$READELF" -l "$(in_target "$PROG")" | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]$/\1/p')
+[ -n "$interp" ] || die "$PROG in the target is not dynamically linked: the rootfs sample needs a program that is"
+cp "$(in_target "$PROG")" "$R/usr/bin/pzt-helper"
+copy_in "$interp"
+todo=$(needs "$R/usr/bin/pzt-helper")
+done_libs=" "
+while [ -n "$todo" ]; do
+	lib=$(echo "$todo" | head -n1)
+	todo=$(echo "$todo" | sed 1d)
+	case $done_libs in *" $lib "*) continue ;; esac
+	done_libs="$done_libs$lib "
+	path=$(find_lib "$lib") || die "library $lib (needed by $PROG) is not in the target's lib directories"
+	copy_in "$path"
+	todo=$(printf '%s\n%s' "$todo" "$(needs "$R$path")" | sed '/^$/d')
 done
 echo 'root:x:0:0:root:/:/bin/sh' >"$R/etc/passwd"
 "$PUZZLEFS" -q build -c "$R" "$D/rootfs/oci" rootfs >/dev/null || die "puzzlefs build (rootfs) failed"

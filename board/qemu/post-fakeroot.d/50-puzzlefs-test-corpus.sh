@@ -3,10 +3,13 @@
 # target tree:
 #   /root/corpus/{img,manifests,copies,hostile,images.txt,big.txt}
 # (the guest's pzt-helper comes from package/puzzlefs-test-tools, the scripts
-# that use it from overlay/; gen-corpus.sh builds its own for the host side)
-# Made by test/samples/gen-corpus.sh with the host builder; cached under
-# $BUILD_DIR/pzt-corpus, keyed by the generators, the builder binary and the
-# fixture, so a rebuild with nothing changed only copies (seconds).
+# that use it from overlay/; the build machine's, $HOST_DIR/bin/pzt-helper,
+# from host-puzzlefs-test-tools)
+# Made by test/samples/gen-corpus.sh with the host builder; its "real" tree is
+# a copy of the target's own programs and libraries (test/samples/real-dirs.sh).
+# Cached under $BUILD_DIR/pzt-corpus, keyed by the generators, the builder
+# binary, the fixture and those target files (names, modes, link targets,
+# contents), so a rebuild with nothing changed only copies (seconds).
 # PZT_CORPUS_SHARED names another build's cache (make test-debug: the
 # appliance build's) to copy when its key is this one.
 # Usage: 50-puzzlefs-test-corpus.sh <TARGET_DIR> (a Buildroot post-fakeroot script: run as root).
@@ -15,15 +18,19 @@ TARGET_DIR=$1
 TOP=$(cd "$(dirname "$0")/../../.." && pwd)
 SAMPLES=$TOP/test/samples
 PUZZLEFS=${HOST_DIR:?}/bin/puzzlefs
+HELPER=$HOST_DIR/bin/pzt-helper
 BUILD_DIR=${BUILD_DIR:-$TOP/output/build}
 # The fixture sits next to the repo (../shared), in CI as here.
 FIXTURE=${PUZZLEFS_FIXTURE:-$TOP/../shared/fixtures/upstream-v1}
 CACHE=$BUILD_DIR/pzt-corpus
+# shellcheck source=test/samples/real-dirs.sh
+. "$SAMPLES/real-dirs.sh"
 
 key=$( {
-	cat "$SAMPLES/gen-corpus.sh" "$SAMPLES/gen-hostile.py" "$SAMPLES/pzt-helper.c" "$PUZZLEFS"
+	cat "$SAMPLES/gen-corpus.sh" "$SAMPLES/real-dirs.sh" "$SAMPLES/gen-hostile.py" "$SAMPLES/pzt-helper.c" "$PUZZLEFS"
 	[ -d "$FIXTURE" ] && (cd "$FIXTURE" && find . -type f | LC_ALL=C sort | xargs sha256sum)
-	apt-cache policy busybox-static coreutils libc6 python3.11-minimal 2>/dev/null | grep Candidate
+	(cd "$TARGET_DIR" && real_find -printf '%p %y %m %l\n' | LC_ALL=C sort \
+		&& real_find -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
 } | sha256sum | cut -d' ' -f1)
 SHARED=${PZT_CORPUS_SHARED:-}
 if [ "$(cat "$CACHE/.key" 2>/dev/null)" = "$key" ]; then
@@ -35,7 +42,7 @@ elif [ -n "$SHARED" ] && [ "$(cat "$SHARED/.key" 2>/dev/null)" = "$key" ]; then
 	mv "$CACHE.tmp" "$CACHE"
 else
 	echo "pzt corpus: generating in $CACHE"
-	"$SAMPLES/gen-corpus.sh" "$CACHE" "$PUZZLEFS" "$FIXTURE"
+	"$SAMPLES/gen-corpus.sh" "$CACHE" "$PUZZLEFS" "$HELPER" "$TARGET_DIR" "$FIXTURE"
 	echo "$key" >"$CACHE/.key"
 fi
 
