@@ -22,7 +22,11 @@
 # Settings (environment):
 #   REPS=3            repetitions per workload and mode (medians reported)
 #   FS="tmpfs erofs puzzlefs erofs-lz4hc squashfs-zstd puzzlefs-zstd"
-#   WORKLOADS="readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k"
+#   WORKLOADS="readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k versions"
+#                     (versions: three versions of debian/ mounted side by
+#                     side and read whole one after the other, cold at the
+#                     start: time, page-cache growth and disk reads of the
+#                     three; puzzlefs and erofs only)
 #   TIMEOUT_S=120     per run of a workload: a run that takes longer stops,
 #                     is reported as a timeout with the operations it did, and
 #                     the other runs of that workload on that file system are skipped
@@ -44,7 +48,7 @@ CACHE=${BENCH_CACHE:-$O/bench-cache}
 OUT=${BENCH_OUT:-$O/bench}
 export REPS=${REPS:-3}
 export FS=${FS:-tmpfs erofs puzzlefs erofs-lz4hc squashfs-zstd puzzlefs-zstd}
-export WORKLOADS=${WORKLOADS:-readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k}
+export WORKLOADS=${WORKLOADS:-readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k versions}
 export TIMEOUT_S=${TIMEOUT_S:-120}
 export NEG_LOOKUPS=${NEG_LOOKUPS:-20000} POS_LOOKUPS=${POS_LOOKUPS:-20000} RAND_READS=${RAND_READS:-3000}
 MIRROR=${BENCH_MIRROR:-http://deb.debian.org/debian}
@@ -104,6 +108,49 @@ if [ ! -f "$CACHE/extra.done" ]; then
 	touch "$CACHE/extra.done"
 fi
 
+# Three versions of debian/ that share most of their bytes, as successive
+# images of one root filesystem do (the "versions" workload):
+#   v1  debian/ without python3 (usr/lib/python3*, usr/bin/python3*, usr/share/python3)
+#   v2  v1 with every 16th regular file of 1 KiB or more replaced by seeded
+#       random bytes of the same size (an update that rebuilt 1 file in 16)
+#   v3  v2 with python3 added back (debian/ with v2's changes)
+if [ ! -f "$CACHE/versions.done" ]; then
+	say "three versions of debian/"
+	rm -rf "$CACHE/versions"
+	rm -f "$CACHE/peers.done" "$CACHE/pz.key" "$CACHE"/bench-*.ext4
+	mkdir -p "$CACHE/versions"
+	cp -a "$tree/debian" "$CACHE/versions/v3"
+	python3 - "$CACHE/versions/v3" <<-'EOF'
+	import os, random, sys
+	root = sys.argv[1]
+	files = []
+	for d, dirs, names in os.walk(root):
+	    dirs.sort()
+	    for n in sorted(names):
+	        p = os.path.join(d, n)
+	        if os.path.isfile(p) and not os.path.islink(p) and os.path.getsize(p) >= 1024:
+	            files.append(p)
+	for i, p in enumerate(files):
+	    if i % 16 == 0:
+	        size = os.path.getsize(p)
+	        mode = os.stat(p).st_mode
+	        with open(p, "wb") as f:
+	            f.write(random.Random(i).randbytes(size))
+	        os.chmod(p, mode)
+	EOF
+	cp -a "$CACHE/versions/v3" "$CACHE/versions/v2"
+	rm -rf "$CACHE/versions/v2/usr/lib/python3"* "$CACHE/versions/v2/usr/bin/python3"* \
+		"$CACHE/versions/v2/usr/share/python3"
+	cp -a "$CACHE/versions/v2" "$CACHE/versions/v1"
+	# v1 has the files v2 changed as they were in debian/.
+	(cd "$tree/debian" && find . -type f) | while read -r f; do
+		[ -f "$CACHE/versions/v1/$f" ] && ! cmp -s "$tree/debian/$f" "$CACHE/versions/v1/$f" &&
+			cp -a "$tree/debian/$f" "$CACHE/versions/v1/$f"
+		:
+	done
+	touch "$CACHE/versions.done"
+fi
+
 # ---------------------------------------------------------------- the images
 # Images made by mkfs.erofs / mksquashfs depend on the tree only; puzzlefs
 # images also on the puzzlefs tool (its hash is part of the key).
@@ -128,6 +175,9 @@ if [ ! -f "$CACHE/peers.done" ]; then
 	nice -n 10 mkfs.erofs --quiet "$img/tree.erofs" "$tree"
 	nice -n 10 mkfs.erofs --quiet -zlz4hc "$img/tree-lz4hc.erofs" "$tree"
 	nice -n 10 mksquashfs "$tree" "$img/tree-zstd.sqfs" -comp zstd -noappend -quiet -no-progress >/dev/null
+	for v in 1 2 3; do
+		nice -n 10 mkfs.erofs --quiet "$img/tree-v$v.erofs" "$CACHE/versions/v$v"
+	done
 	touch "$CACHE/peers.done"
 fi
 if [ "$(cat "$CACHE/pz.key" 2>/dev/null)" != "$pzkey" ]; then
@@ -144,6 +194,14 @@ if [ "$(cat "$CACHE/pz.key" 2>/dev/null)" != "$pzkey" ]; then
 	pzbuild pz-m10 "$CACHE/m10"
 	pzbuild pz-m10k "$CACHE/m10000"
 	pzbuild pz-m100k "$tree/many"
+	# The three versions as three tags of one image directory: the blobs
+	# they share are stored once.
+	rm -rf "${img:?}/pz-versions" "$img"/pz-versions.v*.digest
+	for v in 1 2 3; do
+		nice -n 10 "$PUZZLEFS" -q build "$CACHE/versions/v$v" "$img/pz-versions/oci" "v$v" >/dev/null
+		digest_of "$img/pz-versions/oci" "v$v" >"$img/pz-versions.v$v.digest"
+		[ -s "$img/pz-versions.v$v.digest" ] || die "no tag v$v in $img/pz-versions/oci"
+	done
 	echo "$pzkey" >"$CACHE/pz.key"
 fi
 
@@ -207,7 +265,7 @@ fi
 {
 	echo "tree: $(du -sm "$tree/debian" | cut -f1) MiB, $(find "$tree/debian" | wc -l) entries in debian/;" \
 		"big/32M.bin, big/128M.bin; many/ with $(find "$tree/many" -type f | wc -l) entries"
-	echo "images (KiB): $(cd "$img" && du -sk pz-plain pz-zstd tree.erofs tree-lz4hc.erofs tree-zstd.sqfs | awk '{ printf "%s %s, ", $2, $1 }')"
+	echo "images (KiB): $(cd "$img" && du -sk pz-plain pz-zstd tree.erofs tree-lz4hc.erofs tree-zstd.sqfs pz-versions tree-v[123].erofs | awk '{ printf "%s %s, ", $2, $1 }')"
 	echo "guest: $(grep -ho 'kernel [^,]*' "${logs[0]}" | head -n1 | tr -d '\r'), ${BENCH_MEM:-4096} MiB, TCG;" \
 		"REPS=$REPS TIMEOUT_S=$TIMEOUT_S NEG_LOOKUPS=$NEG_LOOKUPS POS_LOOKUPS=$POS_LOOKUPS RAND_READS=$RAND_READS"
 } >"$OUT/setup.txt"

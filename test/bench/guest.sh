@@ -34,6 +34,15 @@ say "data disk: $(cat /bd/PZBENCH)"
 modprobe puzzlefs || { say "error: modprobe puzzlefs failed"; echo "@@bench-end@@"; exit 1; }
 say "kernel $(uname -r), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 
+# Reads from the bench data disk so far: "<requests> <sectors>" (fields 1
+# and 3 of /sys/block/<disk>/stat), to show what each run cost the disk.
+bdisk=$(awk '$2 == "/bd" { sub("^/dev/", "", $1); print $1; exit }' /proc/mounts)
+iost() {
+	# shellcheck disable=SC2046 # the fields
+	set -- $(cat "/sys/block/$bdisk/stat" 2>/dev/null || echo 0 0 0)
+	echo "$1 $3"
+}
+
 drop() {
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
@@ -74,8 +83,11 @@ bench() {
 		rep=1
 		while [ "$rep" -le "$REPS" ]; do
 			[ "$mode" = cold ] && drop
+			s0=$(iost)
 			if r=$($PZB "$@" 2>&1); then :; else r="error=$(echo "$r" | tr ' \n' '__')"; fi
-			echo "@@R label=$LABEL fs=$fs wl=$wl mode=$mode rep=$rep $r"
+			s1=$(iost)
+			io="io_reads=$((${s1% *} - ${s0% *})) io_kib=$(((${s1#* } - ${s0#* }) / 2))"
+			echo "@@R label=$LABEL fs=$fs wl=$wl mode=$mode rep=$rep $r $io"
 			case $r in *timeout=1*|error=*) return 0 ;; esac
 			rep=$((rep + 1))
 		done
@@ -98,6 +110,52 @@ for fs in $FS; do
 	bench pos lookup $m/many "$POS_LOOKUPS" 11 100000 pos
 	umount $m
 done
+
+# Three versions of debian/ side by side (bench.sh says how they differ):
+# all three mounted, then each read whole in turn, cold at the start only, as
+# three containers of successive versions of one image would. One line per
+# repetition with the sums of the three reads and the growth of the page
+# cache and the disk reads over all three.
+if want versions; then
+	for fs in $FS; do
+		case $fs in puzzlefs | erofs) ;; *) continue ;; esac
+		rep=1
+		while [ "$rep" -le "$REPS" ]; do
+			ok=1
+			for v in 1 2 3; do
+				mkdir -p /b/v$v
+				case $fs in
+				erofs) $PZB mount /bd/img/tree-v$v.erofs /b/v$v erofs "" >/dev/null || ok=0 ;;
+				puzzlefs) $PZB mount none /b/v$v puzzlefs \
+					"oci_root_dir=/bd/img/pz-versions/oci,image_manifest=$(cat /bd/img/pz-versions.v$v.digest)" \
+					>/dev/null || ok=0 ;;
+				esac
+			done
+			drop
+			s0=$(iost)
+			sums="0 0 0 0"
+			for v in 1 2 3; do
+				[ "$ok" = 1 ] || break
+				r=$($PZB readall /b/v$v/) || { ok=0; break; }
+				case $r in *timeout=1*) ok=0; break ;; esac
+				sums=$(echo "$sums $r" | awk '{
+					for (i = 5; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+					printf "%.3f %d %d %d", $1 + f["ms"], $2 + f["ops"], $3 + f["bytes"], $4 + f["cached_kib"] }')
+			done
+			s1=$(iost)
+			io="io_reads=$((${s1% *} - ${s0% *})) io_kib=$(((${s1#* } - ${s0#* }) / 2))"
+			for v in 1 2 3; do umount /b/v$v 2>/dev/null; done
+			if [ "$ok" = 1 ]; then
+				set -- $sums
+				echo "@@R label=$LABEL fs=$fs wl=versions mode=cold rep=$rep ms=$1 ops=$2 bytes=$3 cached_kib=$4 timeout=0 $io"
+			else
+				echo "@@R label=$LABEL fs=$fs wl=versions mode=cold rep=$rep error=mount_or_read_failed"
+				break
+			fi
+			rep=$((rep + 1))
+		done
+	done
+fi
 
 # Mount time of puzzlefs images with 10, 10,000 and 100,000 inodes (the
 # mount alone: each run mounts, is timed, then unmounts untimed).

@@ -41,7 +41,14 @@ ROWS = [
     ("mount10k", "cold", "mount, 10,000-inode image, cold"),
     ("mount100k", "cold", "mount, 100,000-inode image, cold"),
     ("cache", "cold", "page cache KiB per MiB read (read every file, cold)"),
+    ("disk", "cold", "MiB read from the disk (read every file, cold)"),
+    ("versions", "cold", "three versions of debian/ side by side, each read whole in turn, cold"),
+    ("vcache", "cold", "three versions: page-cache growth, MiB"),
+    ("vdisk", "cold", "three versions: MiB read from the disk"),
 ]
+# Rows that show a field of another workload's runs: (workload, field, divisor).
+FIELD_ROWS = {"disk": ("readall", "io_kib", 1024), "vcache": ("versions", "cached_kib", 1024),
+              "vdisk": ("versions", "io_kib", 1024)}
 # Ratio columns: puzzlefs time / peer time (> 1: puzzlefs is slower).
 RATIOS = [("puzzlefs", "tmpfs"), ("puzzlefs", "erofs"),
           ("puzzlefs-zstd", "erofs-lz4hc"), ("puzzlefs-zstd", "squashfs-zstd")]
@@ -67,6 +74,10 @@ def parse(logs):
                     run[k] = float(kv[k])
                 for k in ("ops", "bytes", "cached_kib", "timeout"):
                     run[k] = int(kv[k])
+                # Disk reads during the run (guests of older bench scripts lack them).
+                for k in ("io_reads", "io_kib"):
+                    if k in kv:
+                        run[k] = int(kv[k])
             runs.append(run)
     return runs
 
@@ -129,12 +140,18 @@ def main():
         vals = [r["cached_kib"] / (r["bytes"] / 1048576) for r in rs if r["bytes"]]
         return {"ms": statistics.median(vals), "runs": len(vals)} if vals else None
 
+    def field_cell(label, fs, wl, field, div):
+        rs = [r for r in runs_of(label, fs, wl, "cold") if "error" not in r and not r["timeout"] and field in r]
+        return {"ms": statistics.median(r[field] / div for r in rs), "runs": len(rs)} if rs else None
+
     table = {}
     for label in labels:
         for fs in FS_ORDER:
             for wl, mode, _ in ROWS:
                 if wl == "cache":
                     c = cache_cell(label, fs)
+                elif wl in FIELD_ROWS:
+                    c = field_cell(label, fs, *FIELD_ROWS[wl])
                 elif wl in SEQ_BYTES:
                     c = cell(runs_of(label, fs, wl, mode), SEQ_BYTES[wl], "bytes")
                 else:
