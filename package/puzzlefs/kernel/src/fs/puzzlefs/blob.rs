@@ -27,6 +27,9 @@ use puzzlefs_format::{Digest, HexDigest, Manifest};
 /// Number of blob files kept open per mount.
 const SLOTS: usize = 8;
 
+/// Bytes of a blob asked for as soon as it is opened.
+const READ_AHEAD: u64 = 512 << 10;
+
 /// Most `fsVerityData` entries indexed at mount (64 bytes each in the index).
 const MAX_VERITY_ENTRIES: usize = 1 << 20;
 
@@ -294,6 +297,10 @@ pub(crate) fn open(
     let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", HexDigest(digest)))?;
     let file = mount.open(&path)?;
     verity.check(digest, &file)?;
+    // Chunks are small (the builder's are 16-256 KiB) and a file read goes through most of
+    // its chunks' bytes: one request for the start of the blob replaces the blob's own
+    // readahead window growing from a few pages, and several requests per blob.
+    file.will_need(0, file.size()?.min(READ_AHEAD));
     let file = Arc::new(file, GFP_KERNEL)?;
     let mut c = cache.lock();
     let clock = c.clock;

@@ -270,6 +270,40 @@ impl RegularFile {
         Ok(())
     }
 
+    /// Starts reading bytes `pos..pos + len` of the file into its page cache in the background
+    /// (`POSIX_FADV_WILLNEED`), so that the reads that follow find them there.
+    ///
+    /// For a reader that knows which range it will read soon: the range is asked for in one
+    /// go, as few large requests, rather than by a readahead window that starts small and
+    /// grows with each sequential read. Only a hint: a range past the end of the file, a
+    /// length of 0 or a failure to start the I/O changes nothing but the speed of later reads.
+    pub fn will_need(&self, pos: u64, len: u64) {
+        let (Ok(pos), Ok(len)) = (
+            bindings::loff_t::try_from(pos),
+            bindings::loff_t::try_from(len),
+        ) else {
+            return;
+        };
+        if len == 0 {
+            return;
+        }
+        // As in `read_at`: the I/O is started on behalf of the mounter.
+        // SAFETY: `f_cred` is the counted reference the open file holds to the mounter's
+        // credentials, alive for as long as the file; the guard is dropped at the end of this
+        // function, on this task.
+        let _creds = unsafe { CredsOverride::new((*self.file.as_ptr()).f_cred) };
+        // SAFETY: The file is open (type invariant). `vfs_fadvise` checks its arguments and,
+        // for WILLNEED, only starts reads into the file's page cache.
+        let _ = unsafe {
+            bindings::vfs_fadvise(
+                self.file.as_ptr(),
+                pos,
+                len,
+                bindings::POSIX_FADV_WILLNEED as i32,
+            )
+        };
+    }
+
     /// Drops the clean, unmapped page-cache pages of the file from the one holding byte `pos`
     /// up to, not including, the one holding byte `end` (up to the last page if `end` is the
     /// file's size or more).
