@@ -10,12 +10,18 @@
 //! Decompression runs outside the cache lock, so that readers of different chunks proceed in
 //! parallel; each takes a decompression context from a small per-mount pool (or makes one when
 //! all are busy) and gives it back afterwards, at most [`POOL`] being kept.
+//!
+//! The cache gives its memory back under memory pressure: it is a [`Shrink`] (counted in
+//! pages, least recently used chunks freed first). Nothing allocates while holding its lock,
+//! so reclaim entered from an allocation of this file system never waits for that lock.
 
 #![forbid(unsafe_code)]
 
 use crate::mount::Info;
+use kernel::page::PAGE_SIZE;
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
+use kernel::shrinker::Shrink;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use kernel::zstd::Decompressor;
 use puzzlefs_format::{Digest, HexDigest};
@@ -37,8 +43,40 @@ struct Slot {
     used: u64,
 }
 
-/// The decompressed-chunk cache of a mount.
-pub(crate) struct ChunkCache {
+/// The decompressed-chunk cache of a mount, which memory reclaim may shrink.
+#[pin_data]
+pub(crate) struct DecompressedChunks {
+    #[pin]
+    cache: Mutex<ChunkCache>,
+}
+
+impl DecompressedChunks {
+    /// An empty cache.
+    pub(crate) fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            cache <- ChunkCache::new(),
+        })
+    }
+}
+
+impl Shrink for DecompressedChunks {
+    fn count(&self) -> usize {
+        self.cache.lock().bytes.div_ceil(PAGE_SIZE)
+    }
+
+    fn scan(&self, nr: usize) -> Option<usize> {
+        let mut victims = [const { None }; SLOTS];
+        let freed = self.cache.lock().evict(nr, &mut victims);
+        // The chunks are freed here, after the lock is released (unless a reader still holds
+        // one, which then frees it when done).
+        drop(victims);
+        Some(freed)
+    }
+}
+
+/// The cached chunks and the decompression contexts, behind the lock of
+/// [`DecompressedChunks`].
+struct ChunkCache {
     slots: [Option<Slot>; SLOTS],
     bytes: usize,
     clock: u64,
@@ -48,7 +86,7 @@ pub(crate) struct ChunkCache {
 
 impl ChunkCache {
     /// An empty cache, behind a mutex.
-    pub(crate) fn new() -> impl PinInit<Mutex<ChunkCache>> {
+    fn new() -> impl PinInit<Mutex<ChunkCache>> {
         new_mutex!(ChunkCache {
             slots: [const { None }; SLOTS],
             bytes: 0,
@@ -78,6 +116,32 @@ impl ChunkCache {
             .find(|s| s.digest == *digest)?;
         slot.used = clock;
         Some(slot.data.clone())
+    }
+
+    /// Takes least recently used chunks out until at least `pages` pages of them are out or
+    /// none is left; they go into `out` (freed by the caller, after unlocking). Returns the
+    /// number of pages taken out.
+    fn evict(&mut self, pages: usize, out: &mut [Option<Arc<KVVec<u8>>>; SLOTS]) -> usize {
+        let mut freed = 0;
+        for o in out.iter_mut() {
+            if freed >= pages {
+                break;
+            }
+            let Some(victim) = self
+                .slots
+                .iter_mut()
+                .filter(|s| s.is_some())
+                .min_by_key(|s| s.as_ref().map_or(0, |s| s.used))
+            else {
+                break;
+            };
+            if let Some(old) = victim.take() {
+                self.bytes -= old.data.len();
+                freed += old.data.len().div_ceil(PAGE_SIZE);
+                *o = Some(old.data);
+            }
+        }
+        freed
     }
 
     fn insert(&mut self, digest: &Digest, data: &Arc<KVVec<u8>>) {
@@ -114,7 +178,8 @@ impl ChunkCache {
 
 /// Returns the decompressed contents of compressed chunk blob `digest`.
 pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<u8>>> {
-    if let Some(data) = info.chunks.lock().get(digest) {
+    let chunks = &info.chunks().cache;
+    if let Some(data) = chunks.lock().get(digest) {
         return Ok(data);
     }
     let hex = HexDigest(digest);
@@ -128,14 +193,13 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
     })?;
     // Only the decompressed bytes are used from now on (cached here and in the file's pages).
     file.drop_cached(0, u64::MAX);
-    let idle = info.chunks.lock().take_decompressor();
+    let idle = chunks.lock().take_decompressor();
     let mut decompressor = match idle {
         Some(d) => d,
         None => Decompressor::new()?,
     };
     let data = decompressor.decompress(&src, MAX_CHUNK);
-    let mut cache = info.chunks.lock();
-    cache.put_decompressor(decompressor);
+    chunks.lock().put_decompressor(decompressor);
     let data = data.map_err(|_| {
         pr_err_ratelimited!(
             "inode {}: chunk blob {} is not a valid zstd frame\n",
@@ -144,11 +208,13 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<
         );
         EIO
     })?;
+    // Allocated before taking the lock (see the module docs).
+    let data = Arc::new(data, GFP_KERNEL)?;
+    let mut cache = chunks.lock();
     // Another reader may have decompressed the same chunk meanwhile: keep one copy.
     if let Some(cached) = cache.get(digest) {
         return Ok(cached);
     }
-    let data = Arc::new(data, GFP_KERNEL)?;
     cache.insert(digest, &data);
     Ok(data)
 }

@@ -34,7 +34,7 @@
 #![forbid(unsafe_code)]
 
 use crate::blob::{self, BlobCache, Verity};
-use crate::decompress::ChunkCache;
+use crate::decompress::DecompressedChunks;
 use crate::nlink::Nlinks;
 use crate::PuzzleFs;
 use core::fmt;
@@ -51,6 +51,7 @@ use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sched::cond_resched;
 use kernel::sha256;
+use kernel::shrinker::Shrinker;
 use kernel::str::CString;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use puzzlefs_format::{
@@ -107,8 +108,8 @@ pub(crate) struct Info {
     manifest: Digest,
     /// The metadata blobs, top layer first (kvmalloc'ed, so 8-byte aligned).
     layers: KVec<KVVec<u8>>,
-    /// Decompressed zstd chunks.
-    pub(crate) chunks: Arc<Mutex<ChunkCache>>,
+    /// Decompressed zstd chunks, given back to memory reclaim on demand.
+    chunks: Shrinker<DecompressedChunks>,
     max_ino: u64,
     metadata_bytes: u64,
     /// Link counts above 1 (see `nlink`), counted when a non-directory is first described
@@ -219,6 +220,11 @@ impl Info {
         }
     }
 
+    /// The decompressed-chunk cache.
+    pub(crate) fn chunks(&self) -> &DecompressedChunks {
+        self.chunks.data()
+    }
+
     /// Opens chunk blob `digest` of the image directory (or finds it open).
     pub(crate) fn open_blob(&self, digest: &Digest) -> Result<Arc<RegularFile>> {
         crate::blob::open(&self.mount, &self.blobs, &self.verity, digest)
@@ -320,6 +326,8 @@ fn read_verified(
             ),
         )
     })?;
+    // The bytes stay in memory for as long as the image is mounted: not in the page cache too.
+    file.drop_cached(0, u64::MAX);
     let mut hash = sha256::Sha256::new();
     for step in bytes.chunks(HASH_STEP) {
         hash.update(step);
@@ -498,7 +506,10 @@ pub(crate) fn fill_super(
         oci_root_dir: dir,
         manifest: manifest_digest,
         layers,
-        chunks: Arc::pin_init(ChunkCache::new(), GFP_KERNEL)?,
+        chunks: Shrinker::register(
+            c_str!("puzzlefs-chunks"),
+            Arc::pin_init(DecompressedChunks::new(), GFP_KERNEL)?,
+        )?,
         max_ino,
         metadata_bytes,
         nlinks: Arc::pin_init(new_mutex!(None), GFP_KERNEL)?,
