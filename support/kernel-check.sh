@@ -8,7 +8,12 @@
 #  3. the exported series (support for `make kernel-series`): `git am` onto
 #     the pristine tree, then checkpatch.pl over every patch: no error, and
 #     warnings only LONG_LINE* in vendored (rust/capnp) or
-#     generated (rust/puzzlefs_format/generated) code;
+#     generated (rust/puzzlefs_format/generated) code, and FILE_PATH_CHANGES
+#     ("added file(s), does MAINTAINERS need updating?", which checkpatch
+#     says of every patch that adds a file without touching MAINTAINERS) in
+#     a patch whose added files all have a MAINTAINERS entry at its commit
+#     (a commit that adds rust/kernel/fs/dir.rs after the one that made the
+#     rust/kernel/fs/ entry);
 #  4. documentation: Documentation/filesystems/puzzlefs.rst parses with
 #     docutils without a warning (the Sphinx-free part of `make htmldocs`),
 #     and scripts/kernel-doc finds no problem in the series' C files;
@@ -79,7 +84,34 @@ if "$REPO/package/puzzlefs/kernel/export-series.sh" $build_args "$SERIES" >>"$LO
 	[ -n "$build_args" ] && ok "every commit builds with PUZZLEFS_FS=m; the last with it off: $(grep -o 'PUZZLEFS_FS off: builds.*' "$LOG" | tail -1)"
 	# checkpatch.txt: "==== <patch>", then checkpatch's findings, each a
 	# "WARNING:TYPE: ..." or "ERROR:TYPE: ..." line followed by "#N: FILE: <path>:<line>:".
-	awk '
+	# Patches whose added files a MAINTAINERS F: pattern of their own commit covers.
+	covered=$LOG.maintained
+	: >"$covered"
+	stree=$O/build/kernel-series/linux
+	n=0
+	for c in $(git -C "$stree" rev-list --reverse pristine..series 2>/dev/null); do
+		n=$((n + 1))
+		p=$(ls "$SERIES"/"$(printf %04d $n)"-*.patch 2>/dev/null) || continue
+		added=$(git -C "$stree" diff --name-only --diff-filter=A "$c^" "$c")
+		[ -n "$added" ] || continue
+		# shellcheck disable=SC2086 # one word per file
+		if git -C "$stree" show "$c:MAINTAINERS" | /usr/bin/python3 -c '
+import fnmatch, sys
+pats = [l[2:].strip() for l in sys.stdin if l.startswith("F:\t")]
+def covered(f):
+    for p in pats:
+        if p.endswith("/") and f.startswith(p):
+            return True
+        if fnmatch.fnmatchcase(f, p):
+            return True
+    return False
+sys.exit(0 if all(covered(f) for f in sys.argv[1:]) else 1)
+' $added; then
+			basename "$p" >>"$covered"
+		fi
+	done
+	awk -v covered="$covered" '
+		BEGIN { while ((getline l <covered) > 0) maintained[l] = 1 }
 		/^==== / { patch = $2; next }
 		/^(ERROR|WARNING|CHECK):/ { kind = $0; sub(/: .*/, "", kind); what = $0; next }
 		kind != "" && /^#[0-9]+: FILE: / {
@@ -89,13 +121,17 @@ if "$REPO/package/puzzlefs/kernel/export-series.sh" $build_args "$SERIES" >>"$LO
 			if (!allowed) printf "%s: %s (%s)\n", patch, what, file
 			kind = ""; next
 		}
-		kind != "" && /^$/ { printf "%s: %s\n", patch, what; kind = "" }
+		kind != "" && /^$/ {
+			if (!(kind == "WARNING:FILE_PATH_CHANGES" && (patch in maintained)))
+				printf "%s: %s\n", patch, what
+			kind = ""
+		}
 	' "$SERIES/checkpatch.txt" >"$LOG.checkpatch"
 	if [ -s "$LOG.checkpatch" ]; then
 		head -20 "$LOG.checkpatch" >&2
 		ko "checkpatch: $(wc -l <"$LOG.checkpatch") findings outside vendored/generated long lines ($SERIES/checkpatch.txt)"
 	else
-		ok "checkpatch: no error; warnings only long lines of vendored or generated code ($(grep -c '^WARNING:LONG_LINE' "$SERIES/checkpatch.txt"))"
+		ok "checkpatch: no error; warnings only long lines of vendored or generated code ($(grep -c '^WARNING:LONG_LINE' "$SERIES/checkpatch.txt")) and added files MAINTAINERS covers ($(grep -c '^WARNING:FILE_PATH_CHANGES' "$SERIES/checkpatch.txt"))"
 	fi
 else
 	tail -5 "$LOG" >&2

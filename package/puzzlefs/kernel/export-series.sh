@@ -5,9 +5,15 @@
 #  1. A git repository holding the pristine kernel (extracted from
 #     /usr/src/linux-source-6.12.tar.xz) is created once and kept in the work
 #     directory (default <out-dir>/../build/kernel-series; KERNEL_SERIES_WORK).
-#  2. For each stanza of `series`: the listed src/ paths and crates are put in
-#     with prepare-tree.sh, the listed glue patches applied, and the result
-#     committed with the stanza's subject and body and a Signed-off-by.
+#  2. The src/ files as they are after each commit are derived from src/ (the
+#     state after the last one), backwards: the state before a stanza is the
+#     state after it with the stanza's `edits:` (unified diffs in series.d/)
+#     reverse-applied with `patch -R --fuzz=0` (failing if one no longer
+#     applies exactly) and its `files:` removed. Then, forwards, for each
+#     stanza: the src/ files of its state are copied into the tree (only those
+#     that changed), its crates put in with prepare-tree.sh, its glue patches
+#     applied, and the result committed with the stanza's subject and body
+#     and a Signed-off-by. The last commit must hold src/ exactly.
 #  3. `git format-patch` writes <out-dir>/NNNN-*.patch and the cover letter
 #     0000-cover-letter.patch, its subject and text from cover-letter
 #     (first line: subject; the rest: the text).
@@ -49,6 +55,7 @@ ROOT=$(cd "$HERE/../../.." && pwd)
 SERIES=$HERE/series
 COVER=$HERE/cover-letter
 PATCH_DIR=$ROOT/board/qemu/patches/linux
+SERIES_D=$HERE/series.d
 TARBALL=${KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 mkdir -p "$1"
 OUT=$(cd "$1" && pwd)
@@ -99,19 +106,20 @@ g checkout -q -f -B series pristine
 g clean -q -f -d -x
 
 # --- 2. one commit per stanza ----------------------------------------------
-# parse_series: writes $WORK/stanzas/NNN.{subject,files,crates,patches,body}
+# parse_series: writes $WORK/stanzas/NNN.{subject,files,crates,patches,edits,body}
 rm -rf "$WORK/stanzas"
 mkdir -p "$WORK/stanzas"
 awk -v dir="$WORK/stanzas" '
 	function out(ext) { return sprintf("%s/%03d.%s", dir, n, ext) }
 	/^== / { n++; state = "keys"; sub(/^== /, ""); print > out("subject");
 		 printf "" > out("files"); printf "" > out("crates"); printf "" > out("patches");
+		 printf "" > out("edits");
 		 printf "" > out("body"); next }
 	n == 0 { next }
 	state == "keys" && /^$/ { state = "body"; next }
 	state == "keys" {
 		key = $1; sub(/:$/, "", key); $1 = ""; sub(/^ +/, "")
-		if (key != "files" && key != "crates" && key != "patches") {
+		if (key != "files" && key != "crates" && key != "patches" && key != "edits") {
 			printf "series: unknown key \"%s\" in stanza %d\n", key, n > "/dev/stderr"; exit 1 }
 		if ($0 != "") print > out(key); next }
 	{ print > out("body") }
@@ -142,14 +150,53 @@ check_coverage() {
 }
 check_coverage
 
+# src/ is the state after the last commit. The state after each commit is
+# derived from it backwards: going from the last stanza to the first, the
+# state before a stanza is the one after it with its edits reversed
+# (`patch -R --fuzz=0`: an edit that no longer applies exactly is an error)
+# and the files it lists removed. $WORK/states/NNN holds the src/ files as
+# they are after commit NNN.
+src_files() { (cd "$HERE/src" && find "$@" -type f) | sed 's,^\./,,'; }
+rm -rf "$WORK/states"
+mkdir -p "$WORK/states/stage"
+[ ! -d "$HERE/src" ] || cp -R "$HERE/src/." "$WORK/states/stage/"
+for s in $(printf "%s\n" "$WORK/stanzas"/*.subject | sort -r); do
+	base=${s%.subject}
+	cp -R "$WORK/states/stage" "$WORK/states/$(basename "$base")"
+	# Edits in reverse order, each reversed.
+	for e in $(tr ' ' '\n' <"$base.edits" | sed '/^$/d' | tac); do
+		[ -r "$SERIES_D/$e" ] || die "edits $e not found in $SERIES_D"
+		patch -R -f -p1 --fuzz=0 --no-backup-if-mismatch -r - -d "$WORK/states/stage" \
+			-i "$SERIES_D/$e" >>"$LOG" 2>&1 \
+			|| die "series.d/$e (stanza \"$(cat "$s")\") does not reverse-apply to the state after it (src/ changed where the edit is?); see $LOG"
+	done
+	files=$(cat "$base.files")
+	# shellcheck disable=SC2086 # a list of paths
+	[ -z "$files" ] || for f in $(src_files $files); do
+		[ -e "$WORK/states/stage/$f" ] || die "src/$f is listed in stanza \"$(cat "$s")\" but an edit of a later stanza removes it"
+		rm -f "$WORK/states/stage/$f"
+	done
+done
+left=$(cd "$WORK/states/stage" && find . -type f | sed 's,^\./,,')
+[ -z "$left" ] || die "files an edit creates, listed by no stanza: $left"
+
+# install_state <dir>: copies the files of <dir> into the tree, rewriting
+# only those whose content differs (as prepare-tree.sh does).
+install_state() {
+	(cd "$1" && find . -type f | sed 's,^\./,,') | while IFS= read -r f; do
+		if ! cmp -s "$1/$f" "$TREE/$f"; then
+			mkdir -p "$(dirname "$TREE/$f")"
+			cp "$1/$f" "$TREE/$f"
+		fi
+	done
+}
+
 export PUZZLEFS_KERNEL_CACHE=${PUZZLEFS_KERNEL_CACHE:-$WORK/crates}
 for s in "$WORK/stanzas"/*.subject; do
 	base=${s%.subject}
 	subject=$(cat "$s")
 	step "commit: $subject"
-	files=$(cat "$base.files")
-	# shellcheck disable=SC2086 # a list of paths
-	[ -z "$files" ] || "$HERE/prepare-tree.sh" "$TREE" $files
+	install_state "$WORK/states/$(basename "$base")"
 	case $(cat "$base.crates") in
 	"") ;;
 	yes) "$HERE/prepare-tree.sh" "$TREE" crates ;;
@@ -166,6 +213,11 @@ for s in "$WORK/stanzas"/*.subject; do
 	g diff --cached --quiet && die "commit \"$subject\" changes nothing"
 	{ echo "$subject"; echo; cat "$base.body"; } >"$WORK/msg"
 	g commit -q -s --cleanup=whitespace -F "$WORK/msg"
+done
+
+# The last commit holds src/ exactly as it is.
+for f in $(src_files .); do
+	cmp -s "$HERE/src/$f" "$TREE/$f" || die "the last commit's $f differs from src/$f"
 done
 
 # --- 3. format-patch -------------------------------------------------------
