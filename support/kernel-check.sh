@@ -18,7 +18,7 @@
 #     docutils without a warning (the Sphinx-free part of `make htmldocs`),
 #     and scripts/kernel-doc finds no problem in the series' C files;
 #  5. with KERNEL_CHECK_BUILD=1 (`make kernel-check KERNEL_CHECK_BUILD=1`;
-#     off by default: six kernel builds do not fit CI's time budget): every
+#     off by default: sixteen kernel builds do not fit CI's time budget): every
 #     commit of the series builds with CONFIG_PUZZLEFS_FS=m (bisectable), and
 #     the last one with it off, leaving no capnp/puzzlefs_format symbol in
 #     vmlinux.
