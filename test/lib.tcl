@@ -74,6 +74,38 @@ proc boot {images timeout_s} {
 		timeout { error "shell does not answer" }
 	}
 	expect -ex $prompt
+	# From here on only emergencies reach the console (an oops raises the
+	# level itself): any other kernel line could land inside a command's
+	# output. Each case's kernel messages are checked by kmsg_check instead.
+	run_ok "echo 1 >/proc/sys/kernel/printk"
+	# What stays mounted between cases; cleanup removes anything else.
+	run_ok "cut -d' ' -f2 /proc/mounts >/run/pzk-boot-mounts"
+}
+
+# kmsg_check <from>: the kernel's messages numbered <from> and up (boot's
+# too for 0), read from /dev/kmsg so a case's `dmesg -c` hides nothing.
+# Returns [list <next seq> <the lines that match oops_re> <the last lines>].
+proc kmsg_check {from} {
+	# The console watch would eat the very lines looked for here.
+	expect_before
+	set err [catch {run_ok "/usr/libexec/pzk/pzk-tool kmsg $from" 120} out]
+	watch_oops
+	if {$err} { error $out }
+	set lines [split [string trimright $out "\n"] "\n"]
+	set next $from
+	regexp {^next=([0-9]+)$} [lindex $lines end] -> next
+	set bad {}
+	foreach l [lrange $lines 0 end-1] {
+		if {[regexp -- $::oops_re $l]} { lappend bad $l }
+	}
+	return [list $next $bad [lrange $lines end-20 end-1]]
+}
+
+# cleanup: after a failed case, unmount what the case left mounted (not what
+# boot mounted) and unload puzzlefs, so that one failure is reported once and
+# not again by every case after it.
+proc cleanup {} {
+	run {awk '{print $2}' /proc/mounts | grep -vxF -f /run/pzk-boot-mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done; rmmod puzzlefs 2>/dev/null; true} 120
 }
 
 # run <cmd> ?timeout?: run a shell command in the guest; returns
