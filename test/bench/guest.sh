@@ -35,12 +35,22 @@ modprobe puzzlefs || { say "error: modprobe puzzlefs failed"; echo "@@bench-end@
 say "kernel $(uname -r), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 
 # Reads from the bench data disk so far: "<requests> <sectors>" (fields 1
-# and 3 of /sys/block/<disk>/stat), to show what each run cost the disk.
+# and 3 of /sys/block/<disk>/stat), to show what each run cost the disk;
+# then the CPU time all CPUs spent busy and waiting for I/O, in ticks of
+# /proc/stat (user+nice+system+irq+softirq, iowait), to tell the two apart.
 bdisk=$(awk '$2 == "/bd" { sub("^/dev/", "", $1); print $1; exit }' /proc/mounts)
 iost() {
 	# shellcheck disable=SC2046 # the fields
 	set -- $(cat "/sys/block/$bdisk/stat" 2>/dev/null || echo 0 0 0)
-	echo "$1 $3"
+	echo "$1 $3 $(awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8, $6; exit }' /proc/stat)"
+}
+# iodelta <before> <after>: the fields of an @@R line for what iost counted.
+iodelta() {
+	# shellcheck disable=SC2086 # the fields
+	# /proc/stat counts in USER_HZ, 100 on x86.
+	echo $1 $2 | awk -v hz=100 '{
+		printf "io_reads=%d io_kib=%d cpu_ms=%d iowait_ms=%d",
+			$5 - $1, ($6 - $2) / 2, ($7 - $3) * 1000 / hz, ($8 - $4) * 1000 / hz }'
 }
 
 drop() {
@@ -86,7 +96,7 @@ bench() {
 			s0=$(iost)
 			if r=$($PZB "$@" 2>&1); then :; else r="error=$(echo "$r" | tr ' \n' '__')"; fi
 			s1=$(iost)
-			io="io_reads=$((${s1% *} - ${s0% *})) io_kib=$(((${s1#* } - ${s0#* }) / 2))"
+			io=$(iodelta "$s0" "$s1")
 			echo "@@R label=$LABEL fs=$fs wl=$wl mode=$mode rep=$rep $r $io"
 			case $r in *timeout=1*|error=*) return 0 ;; esac
 			rep=$((rep + 1))
@@ -143,7 +153,7 @@ if want versions; then
 					printf "%.3f %d %d %d", $1 + f["ms"], $2 + f["ops"], $3 + f["bytes"], $4 + f["cached_kib"] }')
 			done
 			s1=$(iost)
-			io="io_reads=$((${s1% *} - ${s0% *})) io_kib=$(((${s1#* } - ${s0#* }) / 2))"
+			io=$(iodelta "$s0" "$s1")
 			for v in 1 2 3; do umount /b/v$v 2>/dev/null; done
 			if [ "$ok" = 1 ]; then
 				set -- $sums

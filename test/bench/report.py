@@ -42,12 +42,15 @@ ROWS = [
     ("mount100k", "cold", "mount, 100,000-inode image, cold"),
     ("cache", "cold", "page cache KiB per MiB read (read every file, cold)"),
     ("disk", "cold", "MiB read from the disk (read every file, cold)"),
+    ("cpu", "cold", "CPU busy, ms, all CPUs (read every file, cold)"),
+    ("iowait", "cold", "CPU idle waiting for the disk, ms, all CPUs (read every file, cold)"),
     ("versions", "cold", "three versions of debian/ side by side, each read whole in turn, cold"),
     ("vcache", "cold", "three versions: page-cache growth, MiB"),
     ("vdisk", "cold", "three versions: MiB read from the disk"),
 ]
 # Rows that show a field of another workload's runs: (workload, field, divisor).
-FIELD_ROWS = {"disk": ("readall", "io_kib", 1024), "vcache": ("versions", "cached_kib", 1024),
+FIELD_ROWS = {"disk": ("readall", "io_kib", 1024), "cpu": ("readall", "cpu_ms", 1),
+              "iowait": ("readall", "iowait_ms", 1), "vcache": ("versions", "cached_kib", 1024),
               "vdisk": ("versions", "io_kib", 1024)}
 # Ratio columns: puzzlefs time / peer time (> 1: puzzlefs is slower).
 RATIOS = [("puzzlefs", "tmpfs"), ("puzzlefs", "erofs"),
@@ -75,7 +78,7 @@ def parse(logs):
                 for k in ("ops", "bytes", "cached_kib", "timeout"):
                     run[k] = int(kv[k])
                 # Disk reads during the run (guests of older bench scripts lack them).
-                for k in ("io_reads", "io_kib"):
+                for k in ("io_reads", "io_kib", "cpu_ms", "iowait_ms"):
                     if k in kv:
                         run[k] = int(kv[k])
             runs.append(run)
