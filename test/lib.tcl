@@ -105,7 +105,7 @@ proc kmsg_check {from} {
 # boot mounted) and unload puzzlefs, so that one failure is reported once and
 # not again by every case after it.
 proc cleanup {} {
-	run {awk '{print $2}' /proc/mounts | grep -vxF -f /run/pzk-boot-mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done; rmmod puzzlefs 2>/dev/null; true} 120
+	run {cut -d' ' -f2 /proc/mounts | grep -vxF -f /run/pzk-boot-mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done; rmmod puzzlefs 2>/dev/null; true} 120
 }
 
 # run <cmd> ?timeout?: run a shell command in the guest; returns
