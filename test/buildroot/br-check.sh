@@ -225,6 +225,16 @@ for p in PUZZLEFS HOST_PUZZLEFS; do
 	esac
 done
 
+# The tree's other packages take puzzlefs's version. Buildroot expands a
+# package's version when its .mk is included (in name order, puzzlefs-* before
+# puzzlefs/): an empty one names its build directory and stamps "<pkg>-".
+for p in PUZZLEFS_TEST_TOOLS HOST_PUZZLEFS_TEST_TOOLS HOST_PUZZLEFS_CRATES; do
+	case $(var ${p}_VERSION) in
+	"$ws_version"|custom) ok "printvars ${p}_VERSION: $(var ${p}_VERSION)" ;;
+	*) ko "printvars ${p}_VERSION '$(var ${p}_VERSION)', want $ws_version (puzzlefs's)" ;;
+	esac
+done
+
 # The linux extension as Buildroot evaluates it.
 hostcflags=$(var LINUX_MAKE_FLAGS | grep -o 'HOSTCFLAGS="[^"]*"')
 case $hostcflags in
@@ -292,7 +302,7 @@ for name, p in sorted(json.load(open(sys.argv[1])).items()):
 	while read -r name src _dldir hfiles; do
 		# Buildroot's hash file paths are relative to its top directory.
 		hf=$(for h in $hfiles; do case $h in /*) echo "$h" ;; *) echo "$BR/$h" ;; esac; done)
-		case $name in puzzlefs|host-puzzlefs|host-puzzlefs-test-tools) continue ;; esac # local site: nothing downloaded
+		case $name in puzzlefs|host-puzzlefs|puzzlefs-test-tools|host-puzzlefs-test-tools) continue ;; esac # local site: nothing downloaded
 		if [ -n "$crate_cache" ] && [ -f "$crate_cache$src" ]; then
 			file=$crate_cache$src
 		else
