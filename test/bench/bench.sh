@@ -37,6 +37,10 @@
 #                     puzzlefs file systems only); its figures appear as
 #                     "puzzlefs (prev)" columns (BENCH_PREV_LABEL names them)
 #   BENCH_LABEL=cur   name of this build in the JSON, BENCH_OUT=$O/bench
+#   BENCH_PROFILE=1   also profile this build's boot (test/bench/profile.py,
+#                     through QEMU's gdb stub): $OUT/profile.md, per workload
+#                     run; stopping the guest to sample slows it, so the
+#                     timings of a profiled run are not figures to compare
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -245,15 +249,29 @@ boot() {
 		echo "WORKLOADS='$WORKLOADS'"
 		echo "TIMEOUT_S=$TIMEOUT_S"
 		echo "NEG_LOOKUPS=$NEG_LOOKUPS POS_LOOKUPS=$POS_LOOKUPS RAND_READS=$RAND_READS"
+		echo "PROFILE=$profile"
 	} >"$tools/params.sh"
 	rm -f "$OUT/tools.ext4"
 	mkfs.ext4 -q -F -t ext4 -L pztools -E root_owner=0:0 -d "$tools" "$OUT/tools.ext4" 16M
 	say "boot $label ($images), file systems: $fs; REPS=$REPS"
+	local gdb=() sampler=
+	if [ -n "$profile" ]; then
+		local port
+		port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+		gdb=(-gdb "tcp:127.0.0.1:$port")
+		python3 "$here/profile.py" sample "$port" "$OUT/console-$label.log" "$OUT/profile-samples.txt" &
+		sampler=$!
+	fi
 	PUZZLEFS_MEM=${BENCH_MEM:-4096} nice -n 10 expect "$here/boot.exp" "$images" "$OUT/console-$label.log" \
 		"${BENCH_MAX_S:-21600}" \
 		-drive "file=$disk,if=virtio,format=raw,snapshot=on" \
-		-drive "file=$OUT/tools.ext4,if=virtio,format=raw,snapshot=on" \
+		-drive "file=$OUT/tools.ext4,if=virtio,format=raw,snapshot=on" "${gdb[@]}" \
 		|| die "the $label run did not finish (console: $OUT/console-$label.log)"
+	if [ -n "$sampler" ]; then
+		wait "$sampler" || die "the profiler failed"
+		python3 "$here/profile.py" report "$OUT/console-$label.log" "$OUT/profile-samples.txt" \
+			"$(cat "$O/build/linux-dir")/System.map" "$OUT/profile.md"
+	fi
 }
 
 # BENCH_PREPARE_ONLY=1: stop once the bench disk is made (no boot).
@@ -261,9 +279,11 @@ boot() {
 for f in "$IMAGES/bzImage" "$IMAGES/rootfs.cpio"; do
 	[ -e "$f" ] || die "$f missing (run make first)"
 done
-rm -f "$OUT"/console-*.log
+rm -f "$OUT"/console-*.log "$OUT"/profile*
+profile=${BENCH_PROFILE:-}
 boot "${BENCH_LABEL:-cur}" "$IMAGES" "$FS"
 logs=("$OUT/console-${BENCH_LABEL:-cur}.log")
+profile=
 if [ -n "${BENCH_IMAGES_PREV:-}" ]; then
 	pfs=""
 	for f in $FS; do case $f in puzzlefs*) pfs="$pfs $f" ;; esac; done

@@ -32,6 +32,10 @@ done
 [ -f /bd/PZBENCH ] || { say "error: no bench data disk (a virtio disk with /PZBENCH)"; echo "@@bench-end@@"; exit 1; }
 say "data disk: $(cat /bd/PZBENCH)"
 modprobe puzzlefs || { say "error: modprobe puzzlefs failed"; echo "@@bench-end@@"; exit 1; }
+# Profiled (bench.sh BENCH_PROFILE=1): the module's symbols for profile.py.
+if [ -n "${PROFILE:-}" ]; then
+	awk '$2 ~ /^[tT]$/ && $4 == "[puzzlefs]" { print "@@SYM", $1, $2, $3 }' /proc/kallsyms
+fi
 say "kernel $(uname -r), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 
 # Reads from the bench data disk so far: "<requests> <sectors>" (fields 1
