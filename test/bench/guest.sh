@@ -160,6 +160,7 @@ if want versions; then
 			io=$(iodelta "$s0" "$s1")
 			for v in 1 2 3; do umount /b/v$v 2>/dev/null; done
 			if [ "$ok" = 1 ]; then
+				# shellcheck disable=SC2086 # the four sums
 				set -- $sums
 				echo "@@R label=$LABEL fs=$fs wl=versions mode=cold rep=$rep ms=$1 ops=$2 bytes=$3 cached_kib=$4 timeout=0 $io"
 			else

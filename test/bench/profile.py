@@ -221,9 +221,9 @@ def report(log, samples, system_map, out):
             o.write("| self | % | | on stack | % |\n|---|---|---|---|---|\n")
             a, b = self_c.most_common(25), stack_c.most_common(25)
             for k in range(max(len(a), len(b))):
-                l = f"| {a[k][0]} | {100 * a[k][1] / busy:.1f} |" if k < len(a) else "| | |"
+                left = f"| {a[k][0]} | {100 * a[k][1] / busy:.1f} |" if k < len(a) else "| | |"
                 r = f" | {b[k][0]} | {100 * b[k][1] / busy:.1f} |" if k < len(b) else " | | |"
-                o.write(l + r + "\n")
+                o.write(left + r + "\n")
     print(f"profile: {out}")
 
 
