@@ -22,6 +22,8 @@
 # Settings (environment):
 #   REPS=3            repetitions per workload and mode (medians reported)
 #   FS="tmpfs erofs puzzlefs erofs-lz4hc squashfs-zstd puzzlefs-zstd"
+#                     (also erofs-dio: the erofs image mounted -o directio,
+#                     reading its image file with direct I/O)
 #   WORKLOADS="readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k versions"
 #                     (versions: three versions of debian/ mounted side by
 #                     side and read whole one after the other, cold at the

@@ -73,6 +73,8 @@ mnt() {
 	case $1 in
 	tmpfs) mount -t tmpfs -o size=3g tmpfs "$2" && tar -C "$2" -xf /bd/tree.tar ;;
 	erofs) $PZB mount /bd/img/tree.erofs "$2" erofs "" >/dev/null ;;
+	# The same image read with direct I/O: no page cache for the image file.
+	erofs-dio) $PZB mount /bd/img/tree.erofs "$2" erofs "directio" >/dev/null ;;
 	erofs-lz4hc) $PZB mount /bd/img/tree-lz4hc.erofs "$2" erofs "" >/dev/null ;;
 	squashfs-zstd) mount -t squashfs -o loop,ro /bd/img/tree-zstd.sqfs "$2" ;;
 	puzzlefs) $PZB mount none "$2" puzzlefs "$(pzopts pz-plain)" >/dev/null ;;

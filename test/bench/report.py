@@ -16,9 +16,10 @@ import statistics
 import sys
 from pathlib import Path
 
-FS_ORDER = ["tmpfs", "erofs", "puzzlefs", "erofs-lz4hc", "squashfs-zstd", "puzzlefs-zstd"]
+FS_ORDER = ["tmpfs", "erofs", "erofs-dio", "puzzlefs", "erofs-lz4hc", "squashfs-zstd", "puzzlefs-zstd"]
 FS_TITLE = {
-    "tmpfs": "tmpfs", "erofs": "erofs", "puzzlefs": "puzzlefs", "erofs-lz4hc": "erofs lz4hc",
+    "tmpfs": "tmpfs", "erofs": "erofs", "erofs-dio": "erofs directio", "puzzlefs": "puzzlefs",
+    "erofs-lz4hc": "erofs lz4hc",
     "squashfs-zstd": "squashfs zstd", "puzzlefs-zstd": "puzzlefs zstd",
 }
 # (workload, mode, row title)
@@ -53,7 +54,7 @@ FIELD_ROWS = {"disk": ("readall", "io_kib", 1024), "cpu": ("readall", "cpu_ms", 
               "iowait": ("readall", "iowait_ms", 1), "vcache": ("versions", "cached_kib", 1024),
               "vdisk": ("versions", "io_kib", 1024)}
 # Ratio columns: puzzlefs time / peer time (> 1: puzzlefs is slower).
-RATIOS = [("puzzlefs", "tmpfs"), ("puzzlefs", "erofs"),
+RATIOS = [("puzzlefs", "tmpfs"), ("puzzlefs", "erofs"), ("puzzlefs", "erofs-dio"),
           ("puzzlefs-zstd", "erofs-lz4hc"), ("puzzlefs-zstd", "squashfs-zstd")]
 
 SEQ_BYTES = {"seq32": 32 << 20, "seq128": 128 << 20}
