@@ -15,6 +15,7 @@
 
 #![forbid(unsafe_code)]
 
+use crate::decompress;
 use core::fmt;
 use kernel::fs::file::{PrivateMount, RegularFile};
 use kernel::fs::verity::{Verity as FileVerity, SHA256_DIGEST_SIZE};
@@ -297,10 +298,13 @@ pub(crate) fn open(
     let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", HexDigest(digest)))?;
     let file = mount.open(&path)?;
     verity.check(digest, &file)?;
-    // Chunks are small (the builder's are 16-256 KiB) and a file read goes through most of
-    // its chunks' bytes: one request for the start of the blob replaces the blob's own
-    // readahead window growing from a few pages, and several requests per blob.
-    file.will_need(0, file.size()?.min(READ_AHEAD));
+    // A chunk blob of up to `MAX_CHUNK` bytes is read whole, with direct I/O (`decompress`).
+    // A larger one is read piece by piece through its page cache: one request for its start
+    // replaces the blob's own readahead window growing from a few pages.
+    let size = file.size()?;
+    if size > decompress::MAX_CHUNK as u64 {
+        file.will_need(0, size.min(READ_AHEAD));
+    }
     let file = Arc::new(file, GFP_KERNEL)?;
     let mut c = cache.lock();
     let clock = c.clock;

@@ -5,16 +5,17 @@
 //! A range of a regular file is filled from the pieces of the chunks that back it
 //! (`puzzlefs_format::File::map_from`, started from the inode's index of chunk offsets, so that
 //! mapping a range costs a binary search and a few chunk steps whatever its offset: reading a
-//! file is linear in its size). Uncompressed pieces are read from their blob at their offset:
-//! by `read_folio` page by page straight into the folio, by `readahead` the rest of the piece
-//! within the window in one read, then copied into the folios it covers; the blob's pages are
-//! then dropped from its page cache, so that the bytes are cached once. Compressed pieces are
-//! copied out of the decompressed chunk. Nothing else of a blob is read. A missing or short
-//! blob fails the read with `EIO`.
+//! file is linear in its size). Pieces are copied out of their chunk, read whole (decompressed
+//! if compressed) and kept in the per-mount chunk cache (`decompress`), so that a chunk is
+//! read once however many folios, readahead windows and small files its pieces fill. An
+//! uncompressed chunk too large to read whole, or one more than a call may read whole, is
+//! read piece by piece, page by page straight into the folio, and the blob's pages are then
+//! dropped from its page cache, so that the bytes are cached once. A missing or short blob
+//! fails the read with `EIO`.
 
 #![forbid(unsafe_code)]
 
-use crate::decompress;
+use crate::decompress::{self, Whole};
 use crate::error::ResultExt;
 use crate::inode::{Extra, CHUNK_STRIDE};
 use crate::mount::Info;
@@ -32,8 +33,6 @@ use puzzlefs_format::{Digest, File, HexDigest, InodeKind, Piece, Pieces};
 
 /// Pieces filled between two `cond_resched()` calls.
 const RESCHED_EVERY: usize = 64;
-/// Largest range of a blob that readahead reads in one call (into a bounce buffer).
-const MAX_READ: usize = 512 << 10;
 
 /// Where to start mapping file offset `pos`: the last indexed chunk starting at or before it.
 fn hint(starts: &[u64], pos: u64) -> (u32, u64) {
@@ -51,12 +50,13 @@ fn hint(starts: &[u64], pos: u64) -> (u32, u64) {
     }
 }
 
-/// The decompressed chunks one `read_folio` call uses: each is decompressed (or taken from the
-/// per-mount cache) at most once per call, however the file's pieces interleave them. A piece
-/// list that needs more distinct chunks, or more decompressed bytes, than a folio of its size
-/// can legitimately touch is refused (`EIO`): that bounds the work and memory of one call.
+/// The chunks one `read_folio` or `readahead` call uses: each is read whole (or taken from
+/// the per-mount cache) at most once per call, however the file's pieces interleave them. A
+/// piece list that needs more distinct chunks, or more chunk bytes, than a range of its size
+/// can legitimately touch is refused (`EIO`) if the chunks are compressed, and read piece by
+/// piece otherwise: that bounds the work and memory of one call.
 struct Chunks {
-    held: KVec<(Digest, Arc<KVVec<u8>>)>,
+    held: KVec<(Digest, bool, Arc<KVVec<u8>>)>,
     bytes: usize,
     max_count: usize,
     max_bytes: usize,
@@ -76,27 +76,48 @@ impl Chunks {
         }
     }
 
-    fn get(&mut self, info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<u8>>> {
+    /// Chunk `digest`; `None` for an uncompressed one to be read piece by piece.
+    fn get(
+        &mut self,
+        info: &Info,
+        ino: u64,
+        digest: &Digest,
+        compressed: bool,
+    ) -> Result<Option<Arc<KVVec<u8>>>> {
         // Consecutive pieces usually come from the same chunk: look at the last one first.
-        if let Some((d, data)) = self.held.last() {
-            if d == digest {
-                return Ok(data.clone());
+        // (A blob is compressed or not for all its pieces: one read otherwise does not match.)
+        if let Some((d, c, data)) = self.held.last() {
+            if d == digest && *c == compressed {
+                return Ok(Some(data.clone()));
             }
         }
-        if let Some((_, data)) = self.held.iter().find(|(d, _)| d == digest) {
-            return Ok(data.clone());
+        if let Some((_, _, data)) = self
+            .held
+            .iter()
+            .find(|(d, c, _)| d == digest && *c == compressed)
+        {
+            return Ok(Some(data.clone()));
         }
         if self.held.len() >= self.max_count {
+            if !compressed {
+                return Ok(None);
+            }
             pr_err_ratelimited!(
-                "inode {}: more than {} compressed chunks in one folio\n",
+                "inode {}: more than {} chunks in one folio\n",
                 ino,
                 self.max_count
             );
             return Err(EIO);
         }
-        let data = decompress::chunk(info, ino, digest)?;
+        let data = match decompress::chunk(info, ino, digest, compressed)? {
+            Whole::Bytes(data) => data,
+            Whole::Ranged => return Ok(None),
+        };
         self.bytes = self.bytes.saturating_add(data.len());
         if self.bytes > self.max_bytes {
+            if !compressed {
+                return Ok(None);
+            }
             pr_err_ratelimited!(
                 "inode {}: one folio needs more than {} bytes of decompressed chunks\n",
                 ino,
@@ -104,17 +125,16 @@ impl Chunks {
             );
             return Err(EIO);
         }
-        self.held.push((*digest, data.clone()), GFP_KERNEL)?;
-        Ok(data)
+        self.held
+            .push((*digest, compressed, data.clone()), GFP_KERNEL)?;
+        Ok(Some(data))
     }
 }
 
 /// Fills consecutive folios of a regular file, in order, from the pieces of its chunks.
 ///
 /// The range is mapped once (from the inode's chunk index); each piece is used for as many
-/// folios as it covers. With `read_ahead`, the rest of an uncompressed piece within the range
-/// is read from its blob in one call (up to [`MAX_READ`] bytes) and copied into the folios it
-/// covers, instead of one read per page.
+/// folios as it covers.
 struct Filler<'a, 'm> {
     info: &'a Info,
     ino: u64,
@@ -122,14 +142,10 @@ struct Filler<'a, 'm> {
     /// The piece being used, and how many of its bytes were.
     cur: Option<(Piece, u64)>,
     pieces_seen: usize,
-    /// File offset of the next folio expected, and the end of the range.
+    /// File offset of the next folio expected.
     pos: u64,
-    end: u64,
     open: Option<(Digest, Arc<RegularFile>)>,
     chunks: Chunks,
-    read_ahead: bool,
-    /// Bytes of a blob read ahead: its digest, the blob offset of the first byte, the bytes.
-    buf: Option<(Digest, u64, KVVec<u8>)>,
 }
 
 impl<'a, 'm> Filler<'a, 'm> {
@@ -140,7 +156,6 @@ impl<'a, 'm> Filler<'a, 'm> {
         starts: &[u64],
         pos: u64,
         len: usize,
-        read_ahead: bool,
     ) -> Result<Self> {
         let (chunk, chunk_start) = hint(starts, pos);
         Ok(Filler {
@@ -152,11 +167,8 @@ impl<'a, 'm> Filler<'a, 'm> {
             cur: None,
             pieces_seen: 0,
             pos,
-            end: pos.checked_add(len as u64).ok_or(EOVERFLOW)?,
             open: None,
             chunks: Chunks::new(len),
-            read_ahead,
-            buf: None,
         })
     }
 
@@ -196,70 +208,38 @@ impl<'a, 'm> Filler<'a, 'm> {
         Ok(Some((p.data(self.ino)?, 0)))
     }
 
-    /// Copies `n` bytes at `off` of uncompressed blob `digest` into `folio` at `at`; `left` is
-    /// what the piece has from `off` on within the range.
-    fn read_raw(
+    /// Reads `n` bytes at `off` of uncompressed blob `digest` into `folio` at `at`, page by
+    /// page, then drops them from the blob's page cache.
+    fn read_ranged(
         &mut self,
         digest: &Digest,
         off: u64,
         n: usize,
-        left: u64,
         folio: &mut LockedFolio<'_>,
         at: usize,
     ) -> Result {
         let ino = self.ino;
         let blob = self.blob(digest)?;
-        let fail = |e: Error| {
-            pr_err_ratelimited!(
-                "inode {}: cannot read {} bytes at {} of chunk blob {}: {:?}\n",
-                ino,
-                n,
-                off,
-                HexDigest(digest),
-                e
-            );
-            EIO
-        };
-        if !self.read_ahead {
-            let mut pos = off;
-            folio
-                .for_each_page_mut(at, n, |buf| {
-                    blob.read_exact_at(buf, pos)?;
-                    pos = pos.checked_add(buf.len() as u64).ok_or(EIO)?;
-                    Ok(())
-                })
-                .map_err(fail)?;
-            blob.drop_cached(off, off.checked_add(n as u64).ok_or(EIO)?);
-            return Ok(());
-        }
-        let end = off.checked_add(n as u64).ok_or(EIO)?;
-        let held = match &self.buf {
-            Some((d, start, b)) => {
-                d == digest && *start <= off && end <= start.saturating_add(b.len() as u64)
-            }
-            None => false,
-        };
-        if !held {
-            // One read for the rest of the piece in the range (at least what this folio needs).
-            let want = usize::try_from(left)
-                .unwrap_or(MAX_READ)
-                .min(MAX_READ)
-                .max(n);
-            let mut b = KVVec::from_elem(0u8, want, GFP_KERNEL)?;
-            blob.read_exact_at(&mut b, off).map_err(fail)?;
-            // The bytes are about to be in this file's page cache: do not keep them cached a
-            // second time as the blob's pages.
-            blob.drop_cached(off, off.checked_add(want as u64).ok_or(EIO)?);
-            self.buf = Some((*digest, off, b));
-        }
-        let src = match &self.buf {
-            Some((_, start, b)) => usize::try_from(off - start)
-                .ok()
-                .and_then(|s| b.get(s..s.checked_add(n)?)),
-            None => None,
-        }
-        .ok_or(EIO)?;
-        folio.write(at, src)
+        let mut pos = off;
+        folio
+            .for_each_page_mut(at, n, |buf| {
+                blob.read_exact_at(buf, pos)?;
+                pos = pos.checked_add(buf.len() as u64).ok_or(EIO)?;
+                Ok(())
+            })
+            .map_err(|e| {
+                pr_err_ratelimited!(
+                    "inode {}: cannot read {} bytes at {} of chunk blob {}: {:?}\n",
+                    ino,
+                    n,
+                    off,
+                    HexDigest(digest),
+                    e
+                );
+                EIO
+            })?;
+        blob.drop_cached(off, off.checked_add(n as u64).ok_or(EIO)?);
+        Ok(())
     }
 
     /// Fills `folio`, the next one of the range.
@@ -285,8 +265,8 @@ impl<'a, 'm> Filler<'a, 'm> {
             let left = piece.len - used;
             let n = usize::try_from(left.min((size - filled) as u64))?;
             let off = piece.blob.offset.checked_add(used).ok_or(EIO)?;
-            if piece.blob.compressed {
-                let data = self.chunks.get(self.info, ino, &piece.blob.digest)?;
+            let (digest, compressed) = (&piece.blob.digest, piece.blob.compressed);
+            if let Some(data) = self.chunks.get(self.info, ino, digest, compressed)? {
                 let src = usize::try_from(off)
                     .ok()
                     .and_then(|start| data.get(start..start.checked_add(n)?))
@@ -300,8 +280,7 @@ impl<'a, 'm> Filler<'a, 'm> {
                     })?;
                 folio.write(filled, src)?;
             } else {
-                let in_range = left.min(self.end.saturating_sub(at));
-                self.read_raw(&piece.blob.digest, off, n, in_range, folio, filled)?;
+                self.read_ranged(digest, off, n, folio, filled)?;
             }
             filled += n;
             self.cur = Some((piece, used + n as u64));
@@ -334,7 +313,7 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
                     return Err(EIO);
                 };
                 let file = i.file().data(ino)?;
-                Filler::new(info, ino, &file, starts, pos, size, false)?.fill(folio)
+                Filler::new(info, ino, &file, starts, pos, size)?.fill(folio)
             }
             _ => Err(EIO),
         }
@@ -354,7 +333,7 @@ pub(crate) fn readahead(inode: &INode<PuzzleFs>, ra: &mut Readahead<'_>) -> Resu
     let len = ra.len();
     info.with_inode(ino, data.layer, data.pos, |i| {
         let file = i.file().data(ino)?;
-        let mut filler = Filler::new(info, ino, &file, starts, pos, len, true)?;
+        let mut filler = Filler::new(info, ino, &file, starts, pos, len)?;
         ra.for_each_folio(|folio| filler.fill(folio))
     })
 }

@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! zstd-compressed chunks: decompressed whole, kept in a bounded per-mount cache.
+//! Chunks read whole, kept in a bounded per-mount cache: zstd-compressed ones decompressed,
+//! uncompressed ones as stored.
 //!
 //! A compressed chunk cannot be read at an offset, so the first read of a page of it
 //! decompresses all of it (a chunk is at most a few hundred KiB); the result is cached so that
-//! reading the file sequentially decompresses each chunk once, not once per page. The cache
-//! holds at most [`SLOTS`] chunks and [`MAX_CACHE_BYTES`] bytes, least recently used out first.
+//! reading the file sequentially decompresses each chunk once, not once per page. An
+//! uncompressed chunk of up to [`MAX_CHUNK`] bytes is read whole as well, in one direct read
+//! (`RegularFile::read_to_vec`): it never enters the blob's page cache, which would only hold
+//! a second copy of what the file's pages get, and the readers of its other pieces (the next
+//! readahead window, the next small file stored in it) find it here. The cache holds at most
+//! [`SLOTS`] chunks and [`MAX_CACHE_BYTES`] bytes, least recently used out first.
 //!
 //! Decompression runs outside the cache lock, so that readers of different chunks proceed in
 //! parallel; each takes a decompression context from a small per-mount pool (or makes one when
@@ -28,7 +33,8 @@ use puzzlefs_format::{Digest, HexDigest};
 
 /// Largest compressed chunk blob accepted.
 const MAX_COMPRESSED: usize = 16 << 20;
-/// Largest decompressed chunk accepted.
+/// Largest decompressed chunk accepted, and largest uncompressed chunk blob read whole (a
+/// larger one is read piece by piece).
 pub(crate) const MAX_CHUNK: usize = 4 << 20;
 /// Number of cached chunks.
 const SLOTS: usize = 32;
@@ -39,6 +45,7 @@ const POOL: usize = 4;
 
 struct Slot {
     digest: Digest,
+    compressed: bool,
     data: Arc<KVVec<u8>>,
     used: u64,
 }
@@ -106,14 +113,14 @@ impl ChunkCache {
         }
     }
 
-    fn get(&mut self, digest: &Digest) -> Option<Arc<KVVec<u8>>> {
+    fn get(&mut self, digest: &Digest, compressed: bool) -> Option<Arc<KVVec<u8>>> {
         self.clock = self.clock.wrapping_add(1);
         let clock = self.clock;
         let slot = self
             .slots
             .iter_mut()
             .flatten()
-            .find(|s| s.digest == *digest)?;
+            .find(|s| s.digest == *digest && s.compressed == compressed)?;
         slot.used = clock;
         Some(slot.data.clone())
     }
@@ -144,9 +151,9 @@ impl ChunkCache {
         freed
     }
 
-    fn insert(&mut self, digest: &Digest, data: &Arc<KVVec<u8>>) {
+    fn insert(&mut self, digest: &Digest, compressed: bool, data: &Arc<KVVec<u8>>) {
         let len = data.len();
-        if len > MAX_CACHE_BYTES || self.get(digest).is_some() {
+        if len > MAX_CACHE_BYTES || self.get(digest, compressed).is_some() {
             return;
         }
         loop {
@@ -154,6 +161,7 @@ impl ChunkCache {
             if let (Some(i), true) = (free, self.bytes + len <= MAX_CACHE_BYTES) {
                 self.slots[i] = Some(Slot {
                     digest: *digest,
+                    compressed,
                     data: data.clone(),
                     used: self.clock,
                 });
@@ -176,45 +184,78 @@ impl ChunkCache {
     }
 }
 
-/// Returns the decompressed contents of compressed chunk blob `digest`.
-pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest) -> Result<Arc<KVVec<u8>>> {
+/// A chunk blob, for the pieces of it a read needs.
+pub(crate) enum Whole {
+    /// Its bytes (decompressed if it is compressed).
+    Bytes(Arc<KVVec<u8>>),
+    /// An uncompressed blob larger than [`MAX_CHUNK`]: not read whole, its pieces are read
+    /// from the blob.
+    Ranged,
+}
+
+/// Returns chunk blob `digest` read whole: its decompressed contents if `compressed`, its
+/// bytes otherwise (or [`Whole::Ranged`], if it is too large to read whole).
+pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) -> Result<Whole> {
     let chunks = &info.chunks().cache;
-    if let Some(data) = chunks.lock().get(digest) {
-        return Ok(data);
+    if let Some(data) = chunks.lock().get(digest, compressed) {
+        return Ok(Whole::Bytes(data));
     }
     let hex = HexDigest(digest);
     let file = info.open_blob(digest).map_err(|e| {
         pr_err_ratelimited!("inode {}: cannot open chunk blob {}: {:?}\n", ino, hex, e);
         EIO
     })?;
-    let src = file.read_to_vec(MAX_COMPRESSED).map_err(|e| {
+    if !compressed && file.size()? > MAX_CHUNK as u64 {
+        return Ok(Whole::Ranged);
+    }
+    let max = if compressed {
+        MAX_COMPRESSED
+    } else {
+        MAX_CHUNK
+    };
+    let src = file.read_to_vec(max).map_err(|e| {
         pr_err_ratelimited!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
         EIO
     })?;
-    // Only the decompressed bytes are used from now on (cached here and in the file's pages).
+    // Only what is read here is used from now on (cached here and in the file's pages): pages
+    // a buffered read left in the blob's page cache would be a second copy.
     file.drop_cached(0, u64::MAX);
+    let data = if compressed {
+        decompress(chunks, ino, digest, &src)?
+    } else {
+        src
+    };
+    // Allocated before taking the lock (see the module docs).
+    let data = Arc::new(data, GFP_KERNEL)?;
+    let mut cache = chunks.lock();
+    // Another reader may have read the same chunk meanwhile: keep one copy.
+    if let Some(cached) = cache.get(digest, compressed) {
+        return Ok(Whole::Bytes(cached));
+    }
+    cache.insert(digest, compressed, &data);
+    Ok(Whole::Bytes(data))
+}
+
+/// Decompresses `src`, the zstd frame of chunk blob `digest`, with a context of the pool.
+fn decompress(
+    chunks: &Mutex<ChunkCache>,
+    ino: u64,
+    digest: &Digest,
+    src: &[u8],
+) -> Result<KVVec<u8>> {
     let idle = chunks.lock().take_decompressor();
     let mut decompressor = match idle {
         Some(d) => d,
         None => Decompressor::new()?,
     };
-    let data = decompressor.decompress(&src, MAX_CHUNK);
+    let data = decompressor.decompress(src, MAX_CHUNK);
     chunks.lock().put_decompressor(decompressor);
-    let data = data.map_err(|_| {
+    data.map_err(|_| {
         pr_err_ratelimited!(
             "inode {}: chunk blob {} is not a valid zstd frame\n",
             ino,
-            hex
+            HexDigest(digest)
         );
         EIO
-    })?;
-    // Allocated before taking the lock (see the module docs).
-    let data = Arc::new(data, GFP_KERNEL)?;
-    let mut cache = chunks.lock();
-    // Another reader may have decompressed the same chunk meanwhile: keep one copy.
-    if let Some(cached) = cache.get(digest) {
-        return Ok(cached);
-    }
-    cache.insert(digest, &data);
-    Ok(data)
+    })
 }

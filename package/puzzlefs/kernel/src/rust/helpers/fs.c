@@ -7,6 +7,7 @@
 #include <linux/fsverity.h>
 #include <linux/highmem.h>
 #include <linux/lockdep.h>
+#include <linux/mm.h>
 #include <linux/mount.h>
 #include <linux/pagemap.h>
 #include <linux/rcupdate.h>
@@ -151,4 +152,28 @@ loff_t rust_helper_readahead_pos(struct readahead_control *rac)
 size_t rust_helper_readahead_length(struct readahead_control *rac)
 {
 	return readahead_length(rac);
+}
+
+void rust_helper_init_sync_kiocb(struct kiocb *kiocb, struct file *filp)
+{
+	init_sync_kiocb(kiocb, filp);
+}
+
+bool rust_helper_is_vmalloc_addr(const void *x)
+{
+	return is_vmalloc_addr(x);
+}
+
+/*
+ * Real functions on architectures with aliasing data caches (their bindings
+ * then take precedence over these helpers), empty inlines on the others.
+ */
+void rust_helper_flush_kernel_vmap_range(void *vaddr, int size)
+{
+	flush_kernel_vmap_range(vaddr, size);
+}
+
+void rust_helper_invalidate_kernel_vmap_range(void *vaddr, int size)
+{
+	invalidate_kernel_vmap_range(vaddr, size);
 }

@@ -335,34 +335,132 @@ impl RegularFile {
         unsafe { bindings::invalidate_mapping_pages((*self.file.as_ptr()).f_mapping, first, last) };
     }
 
+    /// Reads into `buf` from byte `pos` on, bypassing the file's page cache (`IOCB_DIRECT`)
+    /// where that can be done, as a normal read otherwise; returns how many bytes were read (0
+    /// at the end of the file).
+    ///
+    /// For a reader that keeps what it read in a cache of its own: the bytes then go from the
+    /// disk into `buf` without being cached a second time, or copied, as the backing file's
+    /// pages. Direct I/O is asked for only if the file system supports it on this file
+    /// (`FMODE_CAN_ODIRECT`) and `buf`'s address, `pos` and `buf.len()` are multiples of
+    /// [`DIRECT_ALIGN`]; the file system may still serve the read through its page cache
+    /// (ext4 does for fs-verity files), and a direct read it refuses ([`EINVAL`]) is done
+    /// again as a normal one.
+    pub fn read_direct_at(&self, buf: &mut [u8], pos: u64) -> Result<usize> {
+        // SAFETY: The file is open (type invariant), so `f_mode` is readable; the flag is set
+        // at open and never changes afterwards.
+        let can = unsafe { (*self.file.as_ptr()).f_mode } & bindings::FMODE_CAN_ODIRECT != 0;
+        let aligned = (buf.as_ptr() as usize | buf.len()) % DIRECT_ALIGN == 0
+            && pos % DIRECT_ALIGN as u64 == 0;
+        if !can || !aligned || buf.is_empty() {
+            return self.read_at(buf, pos);
+        }
+        let ki_pos: bindings::loff_t = pos.try_into()?;
+        let len = buf.len();
+        let addr = buf.as_mut_ptr();
+        let vmapped = is_vmalloc(addr);
+        if vmapped {
+            // On architectures whose data caches alias, no line of `buf` may be written back
+            // over what the device writes into it.
+            // SAFETY: `addr` is the vmalloc address of `buf`, valid for `len` bytes.
+            unsafe { bindings::flush_kernel_vmap_range(addr.cast(), len as _) };
+        }
+        let kvec = bindings::kvec {
+            iov_base: addr.cast(),
+            iov_len: len,
+        };
+        let mut kiocb = core::mem::MaybeUninit::<bindings::kiocb>::uninit();
+        // SAFETY: `init_sync_kiocb` writes the whole structure; the file is open.
+        unsafe { bindings::init_sync_kiocb(kiocb.as_mut_ptr(), self.file.as_ptr()) };
+        // SAFETY: Initialised just above.
+        let mut kiocb = unsafe { kiocb.assume_init() };
+        kiocb.ki_pos = ki_pos;
+        kiocb.ki_flags |= bindings::IOCB_DIRECT as core::ffi::c_int;
+        let mut iter = core::mem::MaybeUninit::<bindings::iov_iter>::uninit();
+        // SAFETY: `iov_iter_kvec` initialises `iter` over the one segment `kvec`, which
+        // describes `buf` (valid for writes of `len` bytes, and borrowed mutably until the end
+        // of this function, after the read completed: the kiocb is synchronous).
+        unsafe { bindings::iov_iter_kvec(iter.as_mut_ptr(), bindings::ITER_DEST, &kvec, 1, len) };
+        // As in `read_at`: read as the mounter.
+        // SAFETY: `f_cred` is the counted reference the open file holds to the mounter's
+        // credentials, alive for as long as the file; the guard is dropped at the end of this
+        // function, on this task.
+        let _creds = unsafe { CredsOverride::new((*self.file.as_ptr()).f_cred) };
+        // SAFETY: The file is open and was checked for direct I/O support; `kiocb` is a
+        // synchronous kiocb of this file (no completion callback: the call returns once the
+        // read is done) and `iter` describes `buf`, which outlives the call.
+        let n = unsafe {
+            bindings::vfs_iocb_iter_read(self.file.as_ptr(), &mut kiocb, iter.as_mut_ptr())
+        };
+        if vmapped {
+            // Lines the CPU may have fetched speculatively while the device wrote `buf`.
+            // SAFETY: As for the flush above.
+            unsafe { bindings::invalidate_kernel_vmap_range(addr.cast(), len as _) };
+        }
+        if n == -(bindings::EINVAL as isize) {
+            // A direct read the file system refuses (alignment stricter than a page): read
+            // normally.
+            return self.read_at(buf, pos);
+        }
+        if n < 0 {
+            return Err(Error::from_errno(n as _));
+        }
+        Ok(n as usize)
+    }
+
     /// Reads the whole file into a new buffer; it must not be larger than `max` bytes
     /// ([`EFBIG`]). The buffer is at least 8-byte aligned (it comes from `kvmalloc`).
     ///
-    /// The buffer is zero-filled, then read into, in steps of [`READ_STEP`] bytes with a
-    /// [`cond_resched`] between steps: `max` may be hundreds of MiB, and a kernel without full
-    /// preemption must not spend seconds in one loop. A file that changes size meanwhile is
-    /// read up to the size it had first (reaching its end earlier is [`EIO`]).
+    /// The file is read with [`RegularFile::read_direct_at`]: the buffer is allocated in
+    /// whole [`DIRECT_ALIGN`] units (`kvmalloc` of such a size is aligned to one), so that
+    /// the file's bytes do not stay in its page cache as well where its file system reads
+    /// it directly. The buffer is zero-filled, then read into, in steps of [`READ_STEP`]
+    /// bytes with a [`cond_resched`] between steps: `max` may be hundreds of MiB, and a
+    /// kernel without full preemption must not spend seconds in one loop. A file that changes
+    /// size meanwhile is read up to the size it had first (reaching its end earlier is
+    /// [`EIO`]).
     pub fn read_to_vec(&self, max: usize) -> Result<KVVec<u8>> {
         let size: usize = self.size()?.try_into().map_err(|_| EFBIG)?;
         if size > max {
             return Err(EFBIG);
         }
-        let mut v = KVVec::with_capacity(size, GFP_KERNEL)?;
+        let whole = size.checked_next_multiple_of(DIRECT_ALIGN).ok_or(EFBIG)?;
+        let mut v = KVVec::with_capacity(whole, GFP_KERNEL)?;
         // Initialised before any `&mut [u8]` is made over it: never a slice of uninitialised
         // bytes. The capacity is there, so this does not allocate again.
-        while v.len() < size {
-            let n = (size - v.len()).min(READ_STEP);
+        while v.len() < whole {
+            let n = (whole - v.len()).min(READ_STEP);
             v.extend_with(n, 0, GFP_KERNEL)?;
             cond_resched();
         }
-        let mut pos = 0u64;
-        for step in v.chunks_mut(READ_STEP) {
-            self.read_exact_at(step, pos)?;
-            pos = pos.checked_add(step.len() as u64).ok_or(EOVERFLOW)?;
+        let mut done = 0usize;
+        while done < size {
+            let end = done.saturating_add(READ_STEP).min(whole);
+            let step = v.get_mut(done..end).ok_or(EIO)?;
+            // Only the last read may be short (at the end of the file); one after it is not
+            // aligned and is read normally.
+            let n = self.read_direct_at(step, done as u64)?;
+            if n == 0 {
+                return Err(EIO);
+            }
+            done = done.saturating_add(n);
             cond_resched();
         }
+        // SAFETY: `size <= whole`, the length: this only shortens the vector, of bytes, which
+        // need no drop.
+        unsafe { v.set_len(size) };
         Ok(v)
     }
+}
+
+/// Alignment of the address, position and length of a direct read (a page: enough for any
+/// logical block size the block layer supports).
+pub const DIRECT_ALIGN: usize = crate::page::PAGE_SIZE;
+
+/// Whether `addr` is a vmalloc address (then its pages are not those of the linear map).
+fn is_vmalloc(addr: *const u8) -> bool {
+    // SAFETY: Only compares the address with the bounds of the vmalloc area.
+    unsafe { bindings::is_vmalloc_addr(addr.cast()) }
 }
 
 /// Bytes [`RegularFile::read_to_vec`] zeroes or reads between two [`cond_resched`] calls.
