@@ -617,6 +617,18 @@ for i in range(0, len(blob), 4096):
 c.store(bytes(blob), name=d)
 c.done(c.mdigest, "data=file-multi=" + hashlib.sha256(content_from(c, fm)).hexdigest(),
        "a chunk whose bytes do not match its digest (read as stored)")
+c = Case("c-blob-large")
+# Valid: chunk 1 of file-multi moved 5 MiB into a larger blob, past the size the
+# driver reads whole (4 MiB), so that its pieces are read piece by piece.
+fm = c.layer.lookup("file-multi")
+ch, br, d = chunk_blob(c, fm, 1)
+pad = 5 << 20
+big = c.store(b"\xa5" * pad + c.read(d) + b"\x5a" * 4096)
+p, n = br.data(0)
+c.layer.m.b[p:p + n] = bytes.fromhex(big)
+c.layer.m.put("<Q", br.pos, c.layer.m.u("<Q", br.pos) + pad)
+c.done(c.commit_layer(), "data=file-multi=" + hashlib.sha256(content_from(c, fm)).hexdigest(),
+       "a chunk 5 MiB into an uncompressed blob of over 4 MiB (read piece by piece)")
 c = Case("c-blob-is-dir")
 ch, br, d = chunk_blob(c, c.layer.lookup("file-multi"), 1)
 c.replace_blob(d, "dir")

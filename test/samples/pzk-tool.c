@@ -13,6 +13,10 @@
  *   pzk-tool nlinks <manifest> <root>    st_nlink of each non-directory of a
  *                                        `pzt-helper manifest` below <root> equals
  *                                        its number of names there; directories 1
+ *   pzk-tool resident <file>...          pages of the files in the page cache
+ *                                        (mincore): "resident=<n> pages=<n>",
+ *                                        then a "<n> <file>" line per file with
+ *                                        resident pages
  *   pzk-tool kmsg <seq>                  kernel log records numbered <seq> and up,
  *                                        one "<seq> <text>" line each, then
  *                                        "next=<seq>"; from /dev/kmsg, so
@@ -32,6 +36,7 @@
 #include <linux/fiemap.h>
 #include <linux/fs.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/xattr.h>
@@ -479,6 +484,47 @@ static int do_odirect(const char *path)
 	return 0;
 }
 
+static int do_resident(int n, char **paths)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	unsigned long long resident = 0, pages = 0;
+	static char lines[4096];
+	size_t used = 0;
+
+	for (int i = 0; i < n; i++) {
+		int fd = open(paths[i], O_RDONLY);
+		unsigned long long mine = 0;
+		unsigned char *vec;
+		struct stat st;
+		size_t count;
+		void *map;
+
+		if (fd < 0 || fstat(fd, &st))
+			return fail();
+		if (!S_ISREG(st.st_mode) || st.st_size == 0) {
+			close(fd);
+			continue;
+		}
+		count = (st.st_size + page - 1) / page;
+		/* Mapping a file faults nothing in: mincore only looks. */
+		map = mmap(NULL, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
+		vec = malloc(count);
+		if (map == MAP_FAILED || !vec || mincore(map, st.st_size, vec))
+			return fail();
+		for (size_t j = 0; j < count; j++)
+			mine += vec[j] & 1;
+		munmap(map, st.st_size);
+		free(vec);
+		close(fd);
+		resident += mine;
+		pages += count;
+		if (mine && used < sizeof(lines) - 512)
+			used += snprintf(lines + used, sizeof(lines) - used, "%llu %s\n", mine, paths[i]);
+	}
+	printf("resident=%llu pages=%llu\n%s", resident, pages, lines);
+	return 0;
+}
+
 /*
  * The test runner checks each case's kernel messages for oopses here rather
  * than on the console: the console is kept quiet so that kernel lines never
@@ -572,6 +618,8 @@ int main(int argc, char **argv)
 		return do_odirect(argv[2]);
 	if (argc == 4 && !strcmp(argv[1], "nlinks"))
 		return nlinks(argv[2], argv[3]);
+	if (argc >= 3 && !strcmp(argv[1], "resident"))
+		return do_resident(argc - 2, argv + 2);
 	if (argc == 3 && !strcmp(argv[1], "kmsg"))
 		return do_kmsg(strtoull(argv[2], NULL, 0));
 	fprintf(stderr, "usage: pzk-tool list|get|as|dirpos|readlink|ioctl|odirect|nlinks|kmsg ...\n");
