@@ -71,7 +71,7 @@ export PUZZLEFS_TEST_TOOLS HOST_PUZZLEFS_TEST_TOOLS PYTHON3
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_FAKEROOT_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static test-buildroot test-debug test-debug-build test-debug-suite fuzz fuzz-debug linux-update-defconfig kernel-series kernel-check bench-builder bench-versions bench clean help check-config ensure-config
+	test-cargo test-suite test-static test-buildroot test-debug test-debug-kernel test-debug-build test-debug-suite fuzz fuzz-debug linux-update-defconfig kernel-series kernel-check bench-builder bench-versions bench clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -131,19 +131,26 @@ DEBUG_O := $(O)/debug
 # kernel (~1 ms per difftest operation, ~0.6 s per mutant there).
 DEBUG_DIFFTEST_OPS ?= 1500
 DEBUG_FUZZ_N ?= 20
-# test-debug = test-debug-build + test-debug-suite (CI overlaps the second,
-# one guest on one core, with the other steps: .ci/run).
+# Guests the debug suite is split over (test/run-shards.sh): it is the longest
+# step, one core per guest, and a two-core machine has a core to spare.
+DEBUG_SHARDS ?= 2
+# test-debug = test-debug-build + test-debug-suite (CI overlaps the second
+# with the other steps: .ci/run).
 test-debug: test-debug-build
 	@$(MAKE) --no-print-directory test-debug-suite
-test-debug-build:
+# The debug kernel alone: CI builds it beside the appliance (.ci/run), as
+# either kernel build leaves one core idle for a while in its serial steps.
+test-debug-kernel:
 	@$(MAKE) --no-print-directory O=$(DEBUG_O) puzzlefs_qemu_debug_defconfig
+	@$(MAKE) --no-print-directory O=$(DEBUG_O) linux
+test-debug-build: test-debug-kernel
 	@# The same puzzlefs tool (one cargo target dir) and so the same corpus as this
 	@# build's, when it has made one: neither is built twice.
 	@PZT_FUZZ_N=$(DEBUG_FUZZ_N) PZT_CORPUS_SHARED=$(O)/build/pzt-corpus \
 		$(MAKE) --no-print-directory O=$(DEBUG_O) PUZZLEFS_TARGET_DIR=$(PUZZLEFS_TARGET_DIR) all test-static
 test-debug-suite:
 	@PUZZLEFS_MEM=2048 TIMEOUT_SCALE=4 PZT_DIFFTEST_OPS=$(DEBUG_DIFFTEST_OPS) \
-		$(MAKE) --no-print-directory O=$(DEBUG_O) test-suite DEBUG_SUITE=1
+		$(MAKE) --no-print-directory O=$(DEBUG_O) test-suite DEBUG_SUITE=1 SHARDS=$(DEBUG_SHARDS)
 
 # The mutation campaign of issue 16 on its own: N mutants (default 1000) of the
 # corpus images with seed SEED (default: a fresh one, printed) are made at build
@@ -202,9 +209,9 @@ test-cargo: deps-check
 
 test-suite: check-config
 	@mkdir -p $(O)/test
-	@IMAGES=$(O)/images OUT=$(O)/test CASES='$(CASES)' DEBUG_SUITE='$(DEBUG_SUITE)' \
+	@IMAGES=$(O)/images OUT=$(O)/test CASES='$(CASES)' DEBUG_SUITE='$(DEBUG_SUITE)' SHARDS='$(SHARDS)' \
 		KERNEL_RELEASE_FILE=$$(cat $(O)/build/linux-dir)/include/config/kernel.release \
-		expect test/run.exp
+		test/run-shards.sh
 
 # Benchmarks (never part of the tests): time and stored size against
 # mkfs.erofs and mksquashfs, several repetitions in one run.
