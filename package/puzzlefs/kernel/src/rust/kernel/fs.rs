@@ -374,6 +374,14 @@ impl<T: FileSystem> Tables<T> {
                 (*sb_ptr).s_blocksize_bits = bindings::PAGE_SHIFT as _;
                 (*sb_ptr).s_time_gran = 1;
             }
+            // A super block without a block device reads through the no-op
+            // `backing_dev_info`, whose readahead window is zero pages: every read would
+            // then fill one folio at a time through `read_folio`, and `readahead` would
+            // never run. A private one has the default window (`VM_READAHEAD_PAGES`,
+            // tunable in /sys/class/bdi/<name>/read_ahead_kb), as erofs's file-backed
+            // mounts get; `generic_shutdown_super` releases it.
+            // SAFETY: The super block is new and exclusively ours (see above).
+            to_result(unsafe { bindings::super_setup_bdi(sb_ptr) })?;
 
             // SAFETY: The super block is being initialised (see above) and its `s_fs_info` is
             // still null, which is what `SuperBlock<T, New>` requires.
