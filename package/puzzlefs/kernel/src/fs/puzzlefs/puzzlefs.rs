@@ -84,6 +84,9 @@ pub(crate) struct PuzzleFs;
 #[vtable]
 impl FileSystem for PuzzleFs {
     const NAME: &'static CStr = c_str!("puzzlefs");
+    // `readahead` waits for its chunk reads (see `data`): a reader going through a large file
+    // would otherwise stop at each window until its chunks are read.
+    const DEFER_READAHEAD: bool = true;
     type Options = mount::Options;
     type Data = mount::Info;
     type INodeData = inode::InodeData;

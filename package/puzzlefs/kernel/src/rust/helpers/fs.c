@@ -154,6 +154,26 @@ size_t rust_helper_readahead_length(struct readahead_control *rac)
 	return readahead_length(rac);
 }
 
+pgoff_t rust_helper_readahead_index(struct readahead_control *rac)
+{
+	return readahead_index(rac);
+}
+
+unsigned int rust_helper_readahead_count(struct readahead_control *rac)
+{
+	return readahead_count(rac);
+}
+
+void rust_helper_folio_get(struct folio *folio)
+{
+	folio_get(folio);
+}
+
+void rust_helper_folio_put(struct folio *folio)
+{
+	folio_put(folio);
+}
+
 void rust_helper_init_sync_kiocb(struct kiocb *kiocb, struct file *filp)
 {
 	init_sync_kiocb(kiocb, filp);

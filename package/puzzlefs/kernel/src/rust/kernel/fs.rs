@@ -60,6 +60,12 @@ pub trait FileSystem: Sized + Send + Sync + 'static {
     /// Per-mount data, available through [`SuperBlock::data`] once the super block is live.
     type Data: Send + Sync + 'static;
 
+    /// Whether readahead windows that no reader waits for yet are filled by a work item
+    /// (of a queue of the registration) rather than by the reader that starts them, so that
+    /// it goes on with the folios it has while they are read, as it does while a block
+    /// device reads them. For a file system whose `readahead` waits for its own reads.
+    const DEFER_READAHEAD: bool = false;
+
     /// Per-inode data, given when a new inode is described ([`inode::NewINode::init`]) and
     /// available through [`INode::data`] for as long as the inode exists. It lives in the same
     /// allocation as the VFS inode and is dropped when the inode is destroyed.
@@ -101,6 +107,9 @@ pub trait FileSystem: Sized + Send + Sync + 'static {
 
     /// Fills the folios of a readahead request of a regular file ([`folio::Readahead`]), in
     /// order; those it leaves are read later through [`FileSystem::read_folio`].
+    ///
+    /// With [`FileSystem::DEFER_READAHEAD`], it may be called from a work item, after the
+    /// reader that started the window has gone on.
     fn readahead(_inode: &INode<Self>, _ra: &mut folio::Readahead<'_>) -> Result {
         crate::build_error!(crate::error::VTABLE_DEFAULT_ERROR)
     }
@@ -136,7 +145,34 @@ pub trait FileSystem: Sized + Send + Sync + 'static {
 /// it does not move while registered; the lock class keys it holds are registered with lockdep
 /// (which accepts keys outside static memory only once registered) for as long as `fs` exists.
 pub struct Registration {
-    fs: KBox<Opaque<bindings::file_system_type>>,
+    fs: KBox<Registered>,
+}
+
+/// A registered file system type and what its super blocks share.
+#[repr(C)]
+struct Registered {
+    /// First, so that a super block's `s_type` points to the whole.
+    fs: Opaque<bindings::file_system_type>,
+    /// Fills the readahead windows that the file system defers
+    /// ([`FileSystem::DEFER_READAHEAD`]); null if it does not. Destroyed, which waits for
+    /// the work still queued or running, before the module can go away.
+    readahead: *mut bindings::workqueue_struct,
+}
+
+impl Registration {
+    /// The readahead queue of the file system type of `sb` (null if it has none).
+    ///
+    /// # Safety
+    ///
+    /// `sb` must be a valid super block of a file system type registered with a
+    /// [`Registration`].
+    pub(crate) unsafe fn readahead_queue(
+        sb: *mut bindings::super_block,
+    ) -> *mut bindings::workqueue_struct {
+        // SAFETY: `sb` is valid, and its type is the `fs` field of a live `Registered`
+        // (function contract), which is `repr(C)` with `fs` first and `Opaque` transparent.
+        unsafe { (*(*sb).s_type.cast::<Registered>()).readahead }
+    }
 }
 
 // SAFETY: The VFS may use the registered type from any thread; `Registration` only unregisters
@@ -183,26 +219,60 @@ unsafe fn for_each_lock_key(
 impl Registration {
     /// Registers file system type `T` for `module`.
     pub fn new<T: FileSystem>(module: &'static ThisModule) -> Result<Self> {
+        let readahead = if T::DEFER_READAHEAD {
+            // SAFETY: The format takes the one string argument given, a valid C string.
+            let wq = unsafe {
+                bindings::alloc_workqueue(
+                    crate::c_str!("%s-readahead").as_char_ptr(),
+                    bindings::wq_flags_WQ_UNBOUND,
+                    0,
+                    T::NAME.as_char_ptr(),
+                )
+            };
+            if wq.is_null() {
+                return Err(ENOMEM);
+            }
+            wq
+        } else {
+            ptr::null_mut()
+        };
         let fs = KBox::new(
-            Opaque::new(bindings::file_system_type {
-                name: T::NAME.as_char_ptr(),
-                init_fs_context: Some(Tables::<T>::init_fs_context),
-                kill_sb: Some(Tables::<T>::kill_sb),
-                owner: module.as_ptr(),
-                // SAFETY: All-zero is a valid value for the remaining fields (null pointers,
-                // absent callbacks, no flags, empty lock keys and lists).
-                ..unsafe { core::mem::zeroed() }
-            }),
+            Registered {
+                fs: Opaque::new(bindings::file_system_type {
+                    name: T::NAME.as_char_ptr(),
+                    init_fs_context: Some(Tables::<T>::init_fs_context),
+                    kill_sb: Some(Tables::<T>::kill_sb),
+                    owner: module.as_ptr(),
+                    // SAFETY: All-zero is a valid value for the remaining fields (null
+                    // pointers, absent callbacks, no flags, empty lock keys and lists).
+                    ..unsafe { core::mem::zeroed() }
+                }),
+                readahead,
+            },
             GFP_KERNEL,
-        )?;
+        );
+        let fs = match fs {
+            Ok(fs) => fs,
+            Err(e) => {
+                if !readahead.is_null() {
+                    // SAFETY: Allocated above and never used.
+                    unsafe { bindings::destroy_workqueue(readahead) };
+                }
+                return Err(e.into());
+            }
+        };
         // SAFETY: `fs` is valid; each key is registered once, before any lock uses it, and
         // stays at its address until unregistered.
-        unsafe { for_each_lock_key(fs.get(), |k| bindings::lockdep_register_key(k)) };
+        unsafe { for_each_lock_key(fs.fs.get(), |k| bindings::lockdep_register_key(k)) };
         // SAFETY: `fs` points to a valid, fully initialised `file_system_type` that lives at a
         // stable address until `drop` unregisters it.
-        if let Err(e) = to_result(unsafe { bindings::register_filesystem(fs.get()) }) {
+        if let Err(e) = to_result(unsafe { bindings::register_filesystem(fs.fs.get()) }) {
             // SAFETY: The keys were registered above and no lock was initialised with them.
-            unsafe { for_each_lock_key(fs.get(), |k| bindings::lockdep_unregister_key(k)) };
+            unsafe { for_each_lock_key(fs.fs.get(), |k| bindings::lockdep_unregister_key(k)) };
+            if !readahead.is_null() {
+                // SAFETY: Allocated above and never used: no super block was made.
+                unsafe { bindings::destroy_workqueue(readahead) };
+            }
             return Err(e);
         }
         // INVARIANT: `fs` and its keys were registered just above.
@@ -213,7 +283,13 @@ impl Registration {
 impl Drop for Registration {
     fn drop(&mut self) {
         // SAFETY: By the type invariant, `self.fs` is registered.
-        unsafe { bindings::unregister_filesystem(self.fs.get()) };
+        unsafe { bindings::unregister_filesystem(self.fs.fs.get()) };
+        if !self.fs.readahead.is_null() {
+            // Deferred readahead runs this module's code: wait for what is still queued or
+            // running (no super block is left to queue more).
+            // SAFETY: The queue was allocated in `new`; nothing can queue to it any more.
+            unsafe { bindings::destroy_workqueue(self.fs.readahead) };
+        }
         // Inodes are freed by `free_inode`, this module's code, in RCU callbacks: wait for the
         // pending ones before the module can go away.
         // SAFETY: Called in process context, without locks held.
@@ -221,7 +297,7 @@ impl Drop for Registration {
         // SAFETY: By the type invariant the keys are registered. No lock uses them any more:
         // the type is unregistered, and each super block held a reference to the module, so
         // none is left when the module's registration is dropped.
-        unsafe { for_each_lock_key(self.fs.get(), |k| bindings::lockdep_unregister_key(k)) };
+        unsafe { for_each_lock_key(self.fs.fs.get(), |k| bindings::lockdep_unregister_key(k)) };
     }
 }
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 
-//! Page cache folios being read (`read_folio`).
+//! Page cache folios being read (`read_folio`, `readahead`).
 //!
 //! C header: [`include/linux/pagemap.h`](srctree/include/linux/pagemap.h)
 
@@ -8,7 +8,9 @@ use super::{inode::INode, FileSystem};
 use crate::bindings;
 use crate::ffi;
 use crate::prelude::*;
+use crate::workqueue::{self, impl_has_work, new_work, Work, WorkItem};
 use core::marker::PhantomData;
+use core::ptr;
 
 /// A locked folio of the page cache that is being filled.
 ///
@@ -168,28 +170,103 @@ pub(crate) unsafe extern "C" fn read_folio<T: FileSystem>(
 /// new in the page cache, to be filled in order.
 ///
 /// Folios the file system does not fill are removed from the page cache again by the VFS, and
-/// read later through `read_folio` if needed.
+/// read later through `read_folio` if needed. When the file system asks for it
+/// ([`FileSystem::DEFER_READAHEAD`]), the folios of a window the reader is not waiting for are
+/// taken out of the request and filled by a work item instead (see [`Deferred`]); those it
+/// does not fill are then unlocked not up to date, and read through `read_folio` if needed.
+pub struct Readahead<'a> {
+    src: Source<'a>,
+}
+
+/// Where the folios of a [`Readahead`] come from.
 ///
 /// # Invariants
 ///
-/// `rac` is a valid readahead request of a mapping of an inode of ours, used only by us for
-/// `'a`.
-pub struct Readahead<'a> {
-    rac: *mut bindings::readahead_control,
-    _p: PhantomData<&'a mut bindings::readahead_control>,
+/// `Request`: a valid readahead request of a mapping of an inode of ours, used only by us for
+/// `'a`. `Detached`: see [`Detached`].
+enum Source<'a> {
+    Request(*mut bindings::readahead_control, PhantomData<&'a mut ()>),
+    Detached(&'a mut Detached),
+}
+
+/// Folios taken out of a readahead request, to be filled by a work item.
+///
+/// # Invariants
+///
+/// `folios[next..]` are valid, locked folios, not up to date, of one inode's mapping, each
+/// with a reference owned by this value; so is the last one once given out (its result is then
+/// in `last`): it is unlocked only after the file system is done, so that the inode, which
+/// stays alive while one of its folios is locked, outlives every use of it.
+struct Detached {
+    folios: KVec<*mut bindings::folio>,
+    next: usize,
+    /// Bytes written to the last folio and whether filling it succeeded, once given out.
+    last: Option<(usize, bool)>,
+}
+
+impl Detached {
+    /// Unlocks the folios not given out (not up to date), then the last one with its
+    /// result, and drops the references: the inode must not be used from here on.
+    fn finish_all(&mut self) {
+        let Some((&last, rest)) = self.folios.split_last() else {
+            return;
+        };
+        for &folio in rest.get(self.next..).unwrap_or(&[]) {
+            // SAFETY: `folio` was not given out: it is locked and ours (type invariant), and
+            // given up here.
+            unsafe { finish(folio, 0, false) };
+            // SAFETY: We own a reference to `folio` (type invariant).
+            unsafe { bindings::folio_put(folio) };
+        }
+        let (filled, ok) = match self.last.take() {
+            Some(result) if self.next == self.folios.len() => result,
+            _ => (0, false),
+        };
+        // SAFETY: The last folio is still locked and ours (type invariant); if it was given
+        // out, it was filled through a `LockedFolio` whose watermark is `filled`.
+        unsafe { finish(last, filled, ok) };
+        // SAFETY: We own a reference to `last` (type invariant).
+        unsafe { bindings::folio_put(last) };
+        self.next = 0;
+        self.folios = KVec::new();
+    }
+}
+
+impl Drop for Detached {
+    fn drop(&mut self) {
+        // Folios never filled are not left locked (a no-op once finished).
+        self.finish_all();
+    }
 }
 
 impl Readahead<'_> {
     /// Position in the file of the first folio not yet filled, in bytes.
     pub fn pos(&self) -> i64 {
-        // SAFETY: The request is valid by the type invariant.
-        unsafe { bindings::readahead_pos(self.rac) }
+        match &self.src {
+            // SAFETY: The request is valid by the type invariant.
+            Source::Request(rac, _) => unsafe { bindings::readahead_pos(*rac) },
+            Source::Detached(d) => match d.folios.get(d.next) {
+                // SAFETY: The folio is valid (invariant of `Detached`).
+                Some(&folio) => unsafe { bindings::folio_pos(folio) },
+                None => 0,
+            },
+        }
     }
 
     /// Bytes of the folios not yet filled.
     pub fn len(&self) -> usize {
-        // SAFETY: The request is valid by the type invariant.
-        unsafe { bindings::readahead_length(self.rac) }
+        match &self.src {
+            // SAFETY: The request is valid by the type invariant.
+            Source::Request(rac, _) => unsafe { bindings::readahead_length(*rac) },
+            Source::Detached(d) => d
+                .folios
+                .get(d.next..)
+                .unwrap_or(&[])
+                .iter()
+                // SAFETY: The folios are valid (invariant of `Detached`).
+                .map(|&folio| unsafe { bindings::folio_size(folio) })
+                .sum(),
+        }
     }
 
     /// Whether no folio is left to fill.
@@ -202,23 +279,186 @@ impl Readahead<'_> {
     /// error: that folio and the rest stay not up to date.
     pub fn for_each_folio(&mut self, mut f: impl FnMut(&mut LockedFolio<'_>) -> Result) -> Result {
         loop {
-            // SAFETY: The request is valid by the type invariant. The folio comes locked, and
-            // the page cache keeps it while it is locked.
-            let folio = unsafe { bindings::readahead_folio(self.rac) };
-            if folio.is_null() {
-                return Ok(());
-            }
-            // INVARIANT: The folio is valid and locked until `finish` unlocks it.
+            let (folio, last) = match &mut self.src {
+                Source::Request(rac, _) => {
+                    // SAFETY: The request is valid by the type invariant. The folio comes
+                    // locked, and the page cache keeps it while it is locked.
+                    let folio = unsafe { bindings::readahead_folio(*rac) };
+                    if folio.is_null() {
+                        return Ok(());
+                    }
+                    (folio, false)
+                }
+                Source::Detached(d) => {
+                    let Some(&folio) = d.folios.get(d.next) else {
+                        return Ok(());
+                    };
+                    d.next += 1;
+                    (folio, d.next == d.folios.len())
+                }
+            };
+            // INVARIANT: The folio is valid and locked until it is finished below (or, for
+            // the last detached one, by `Detached::finish_all`).
             let mut locked = LockedFolio {
                 folio,
                 filled: 0,
                 _p: PhantomData,
             };
             let ret = f(&mut locked);
-            // SAFETY: The folio came locked from the request and was filled through `locked`.
-            unsafe { finish(folio, locked.filled, ret.is_ok()) };
+            match &mut self.src {
+                Source::Detached(d) if last => d.last = Some((locked.filled, ret.is_ok())),
+                Source::Detached(_) => {
+                    // SAFETY: The folio was detached locked, is given up here, and was filled
+                    // through `locked`.
+                    unsafe { finish(folio, locked.filled, ret.is_ok()) };
+                    // SAFETY: `Detached` owned a reference to it, given up with it.
+                    unsafe { bindings::folio_put(folio) };
+                }
+                Source::Request(..) => {
+                    // SAFETY: The folio came locked from the request and was filled through
+                    // `locked`.
+                    unsafe { finish(folio, locked.filled, ret.is_ok()) };
+                }
+            }
             ret?;
         }
+    }
+}
+
+/// The folios of a readahead window that no reader waits for yet, filled by
+/// [`FileSystem::readahead`] from a work item (of the queue of the file system's
+/// [`super::Registration`]), so that the reader goes on with the folios it has meanwhile.
+///
+/// # Invariants
+///
+/// `inode` is the inode of `folios`' mapping: it stays alive while one of them is locked.
+#[pin_data]
+pub(crate) struct Deferred<T: FileSystem> {
+    #[pin]
+    work: Work<Deferred<T>>,
+    inode: *mut bindings::inode,
+    folios: Detached,
+    _p: PhantomData<T>,
+}
+
+// SAFETY: The folios are locked and referenced by the value, which any thread may fill, unlock
+// and release; the inode is only used while one of them is locked.
+unsafe impl<T: FileSystem> Send for Deferred<T> {}
+
+impl_has_work! {
+    impl{T: FileSystem} HasWork<Self> for Deferred<T> { self.work }
+}
+
+impl<T: FileSystem> Deferred<T> {
+    /// Whether none of the folios of `rac` is one a reader waits for: the request is an
+    /// asynchronous readahead window, which the VFS starts when a reader reaches the folio
+    /// marked for it, ahead of that reader (`page_cache_async_ra`: the whole window is its
+    /// asynchronous part).
+    ///
+    /// # Safety
+    ///
+    /// `rac` must be a valid readahead request.
+    unsafe fn is_async(rac: *mut bindings::readahead_control) -> bool {
+        // SAFETY: The request is valid (function contract).
+        let (ra, index) = unsafe { ((*rac).ra, bindings::readahead_index(rac)) };
+        if ra.is_null() {
+            return false;
+        }
+        // The state is the file's, updated by its readers without a lock (as in the VFS):
+        // read each field once.
+        // SAFETY: `ra` is valid for as long as the request is.
+        let (start, size, async_size) = unsafe {
+            (
+                ptr::read_volatile(ptr::addr_of!((*ra).start)),
+                ptr::read_volatile(ptr::addr_of!((*ra).size)),
+                ptr::read_volatile(ptr::addr_of!((*ra).async_size)),
+            )
+        };
+        size > 0
+            && async_size == size
+            && index >= start
+            && usize::try_from(size).is_ok_and(|size| index - start < size)
+    }
+
+    /// Takes the folios out of `rac` and queues them to be filled on `queue`; returns `false`
+    /// (leaving `rac` as it was) if they could not be.
+    ///
+    /// # Safety
+    ///
+    /// `rac` must be a valid readahead request of a mapping of an inode of `T`, and `queue`
+    /// a valid workqueue that is drained before `T`'s module can go away.
+    unsafe fn queue(
+        rac: *mut bindings::readahead_control,
+        queue: *mut bindings::workqueue_struct,
+    ) -> bool {
+        // SAFETY: The request is valid (function contract).
+        let (count, inode) = unsafe { (bindings::readahead_count(rac), (*(*rac).mapping).host) };
+        // Everything is allocated before the first folio is taken.
+        let Ok(folios) = KVec::with_capacity(count as usize, GFP_KERNEL) else {
+            return false;
+        };
+        let Ok(mut this) = KBox::pin_init(
+            pin_init!(Self {
+                work <- new_work!("fs::folio::Deferred::work"),
+                inode,
+                folios: Detached {
+                    folios,
+                    next: 0,
+                    last: None,
+                },
+                _p: PhantomData,
+            }),
+            GFP_KERNEL,
+        ) else {
+            return false;
+        };
+        // SAFETY: `folios` is not structurally pinned.
+        let d = unsafe { &mut this.as_mut().get_unchecked_mut().folios };
+        while d.folios.len() < d.folios.capacity() {
+            // SAFETY: The request is valid. The folio comes locked; the page cache holds it
+            // while it is, and we take a reference of our own for `Detached`.
+            let folio = unsafe { bindings::readahead_folio(rac) };
+            if folio.is_null() {
+                break;
+            }
+            // SAFETY: The folio is valid and locked.
+            unsafe { bindings::folio_get(folio) };
+            // INVARIANT: The folio is locked, referenced and of `inode`'s mapping.
+            if d.folios.push(folio, GFP_KERNEL).is_err() {
+                // Not reached (there is room, so nothing is allocated), but a folio must
+                // never stay locked.
+                // SAFETY: The folio is locked, ours and not filled; we give it up.
+                unsafe { finish(folio, 0, false) };
+                // SAFETY: We took the reference above.
+                unsafe { bindings::folio_put(folio) };
+                break;
+            }
+        }
+        // SAFETY: `queue` is valid (function contract).
+        let queue = unsafe { workqueue::Queue::from_raw(queue) };
+        queue.enqueue(this);
+        true
+    }
+}
+
+impl<T: FileSystem> WorkItem for Deferred<T> {
+    type Pointer = Pin<KBox<Self>>;
+
+    fn run(this: Pin<KBox<Self>>) {
+        // SAFETY: The work item is off the queue and ours alone; only `folios`, which is not
+        // structurally pinned, is changed, and the value is dropped where it is.
+        let mut this = unsafe { Pin::into_inner_unchecked(this) };
+        if !this.folios.folios.is_empty() {
+            // SAFETY: The inode of the folios' mapping stays alive while one of them is
+            // locked, and the last one stays locked until `finish_all` below.
+            let inode = unsafe { INode::<T>::from_raw(this.inode) };
+            let mut ra = Readahead {
+                src: Source::Detached(&mut this.folios),
+            };
+            // Errors leave folios not up to date; `read_folio` reports them when read.
+            let _ = T::readahead(inode, &mut ra);
+        }
+        this.folios.finish_all();
     }
 }
 
@@ -232,10 +472,20 @@ pub(crate) unsafe extern "C" fn readahead<T: FileSystem>(rac: *mut bindings::rea
     // SAFETY: The request is valid; its mapping belongs to an initialised inode of ours, which
     // stays alive while the request's folios are locked.
     let inode = unsafe { INode::<T>::from_raw((*(*rac).mapping).host) };
+    if T::DEFER_READAHEAD {
+        // SAFETY: The inode is of a super block of `T`, made by this abstraction.
+        let queue = unsafe { super::Registration::readahead_queue((*(*(*rac).mapping).host).i_sb) };
+        // SAFETY: The request is valid and of an inode of `T`; the registration's queue is
+        // drained before the module goes away.
+        if !queue.is_null()
+            && unsafe { Deferred::<T>::is_async(rac) && Deferred::<T>::queue(rac, queue) }
+        {
+            return;
+        }
+    }
     // INVARIANT: The request is valid and ours until we return.
     let mut ra = Readahead {
-        rac,
-        _p: PhantomData,
+        src: Source::Request(rac, PhantomData),
     };
     // Errors leave folios not up to date; `read_folio` reports them when they are read.
     let _ = T::readahead(inode, &mut ra);
