@@ -1,8 +1,9 @@
 #!/bin/bash
-# The suite as SHARDS guests at once (test/run.exp with SHARD=k/n), each
-# with its own console log in $OUT/shard-k/: a TCG guest keeps one host core
-# busy, so two guests finish the debug suite in about half the time on an
-# otherwise idle two-core machine. Lines are prefixed with their shard; the
+# The suite as SHARDS guests at once, each with its own console log in
+# $OUT/shard-k/: a TCG guest keeps one host core busy, so two guests finish
+# the debug suite in about half the time on an otherwise idle two-core
+# machine. They share a claims directory (test/run.exp, SHARD_CLAIMS): each
+# runs the next case in name order that no other has taken. Lines are prefixed with their shard; the
 # last line sums the shards' counts. Exits non-zero if any shard failed or
 # ended without its count, after printing that shard's last console lines.
 # SHARDS=1 (the default) is test/run.exp as it is, with OUT as given.
@@ -12,11 +13,14 @@ out=${OUT:?OUT is the output directory}
 case $n in '' | *[!0-9]* | 0) echo "run-shards: SHARDS must be a positive number, not '$n'" >&2; exit 2 ;; esac
 [ "$n" -eq 1 ] && exec expect test/run.exp
 
+claims=$out/claims
+rm -rf "$claims"
+mkdir -p "$claims"
 for k in $(seq 1 "$n"); do
 	d=$out/shard-$k
 	mkdir -p "$d"
 	rm -f "$d/rc"
-	{ OUT=$d SHARD=$k/$n expect test/run.exp 2>&1; echo $? >"$d/rc"; } |
+	{ OUT=$d SHARD_CLAIMS=$claims expect test/run.exp 2>&1; echo $? >"$d/rc"; } |
 		tee "$d/run.log" | sed -u "s|^|[$k/$n] |" &
 done
 wait
