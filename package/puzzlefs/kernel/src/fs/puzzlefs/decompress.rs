@@ -125,6 +125,18 @@ impl ChunkCache {
         Some(slot.data.clone())
     }
 
+    /// Takes the least recently used chunk out of the cache.
+    fn take_lru(&mut self) -> Option<Slot> {
+        let old = self
+            .slots
+            .iter_mut()
+            .filter(|s| s.is_some())
+            .min_by_key(|s| s.as_ref().map_or(0, |s| s.used))?
+            .take()?;
+        self.bytes -= old.data.len();
+        Some(old)
+    }
+
     /// Takes least recently used chunks out until at least `pages` pages of them are out or
     /// none is left; they go into `out` (freed by the caller, after unlocking). Returns the
     /// number of pages taken out.
@@ -134,19 +146,11 @@ impl ChunkCache {
             if freed >= pages {
                 break;
             }
-            let Some(victim) = self
-                .slots
-                .iter_mut()
-                .filter(|s| s.is_some())
-                .min_by_key(|s| s.as_ref().map_or(0, |s| s.used))
-            else {
+            let Some(old) = self.take_lru() else {
                 break;
             };
-            if let Some(old) = victim.take() {
-                self.bytes -= old.data.len();
-                freed += old.data.len().div_ceil(PAGE_SIZE);
-                *o = Some(old.data);
-            }
+            freed += old.data.len().div_ceil(PAGE_SIZE);
+            *o = Some(old.data);
         }
         freed
     }
@@ -168,17 +172,8 @@ impl ChunkCache {
                 self.bytes += len;
                 return;
             }
-            // Evict the least recently used chunk.
-            let Some(victim) = self
-                .slots
-                .iter_mut()
-                .filter(|s| s.is_some())
-                .min_by_key(|s| s.as_ref().map_or(0, |s| s.used))
-            else {
+            if self.take_lru().is_none() {
                 return;
-            };
-            if let Some(old) = victim.take() {
-                self.bytes -= old.data.len();
             }
         }
     }
