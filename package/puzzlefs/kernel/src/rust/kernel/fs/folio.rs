@@ -475,12 +475,14 @@ pub(crate) unsafe extern "C" fn readahead<T: FileSystem>(rac: *mut bindings::rea
     if T::DEFER_READAHEAD {
         // SAFETY: The inode is of a super block of `T`, made by this abstraction.
         let queue = unsafe { super::Registration::readahead_queue((*(*(*rac).mapping).host).i_sb) };
-        // SAFETY: The request is valid and of an inode of `T`; the registration's queue is
-        // drained before the module goes away.
-        if !queue.is_null()
-            && unsafe { Deferred::<T>::is_async(rac) && Deferred::<T>::queue(rac, queue) }
-        {
-            return;
+        if !queue.is_null() {
+            // SAFETY: The request is valid and of an inode of `T`; the registration's queue is
+            // drained before the module goes away.
+            let deferred =
+                unsafe { Deferred::<T>::is_async(rac) && Deferred::<T>::queue(rac, queue) };
+            if deferred {
+                return;
+            }
         }
     }
     // INVARIANT: The request is valid and ours until we return.
