@@ -132,12 +132,8 @@ DEBUG_O := $(O)/debug
 DEBUG_DIFFTEST_OPS ?= 1500
 DEBUG_FUZZ_N ?= 20
 # Guests the debug suite is split over (test/run-shards.sh): it is the longest
-# step, one core per guest, and a two-core machine has a core to spare. Each
-# guest gets one vCPU: two 2-vCPU guests on two cores preempt vCPUs that hold
-# guest spinlocks, and the others then spin (kmemleak's scan took 88-147 s
-# instead of 16 s).
+# step, one core per guest, and a two-core machine has a core to spare.
 DEBUG_SHARDS ?= 2
-DEBUG_SMP ?= $(if $(filter 1,$(DEBUG_SHARDS)),2,1)
 # test-debug = test-debug-build + test-debug-suite (CI overlaps the second
 # with the other steps: .ci/run).
 test-debug: test-debug-build
@@ -153,7 +149,7 @@ test-debug-build: test-debug-kernel
 	@PZT_FUZZ_N=$(DEBUG_FUZZ_N) PZT_CORPUS_SHARED=$(O)/build/pzt-corpus \
 		$(MAKE) --no-print-directory O=$(DEBUG_O) PUZZLEFS_TARGET_DIR=$(PUZZLEFS_TARGET_DIR) all test-static
 test-debug-suite:
-	@PUZZLEFS_MEM=2048 PUZZLEFS_SMP=$(DEBUG_SMP) TIMEOUT_SCALE=4 PZT_DIFFTEST_OPS=$(DEBUG_DIFFTEST_OPS) \
+	@PUZZLEFS_MEM=2048 TIMEOUT_SCALE=4 PZT_DIFFTEST_OPS=$(DEBUG_DIFFTEST_OPS) \
 		$(MAKE) --no-print-directory O=$(DEBUG_O) test-suite DEBUG_SUITE=1 SHARDS=$(DEBUG_SHARDS)
 
 # The mutation campaign of issue 16 on its own: N mutants (default 1000) of the
