@@ -10,12 +10,21 @@ set default_timeout 60
 # A debug kernel (KASAN, kmemleak, lockdep) under TCG runs several times
 # slower: every timeout given to `run` is scaled by this factor.
 set timeout_scale [expr {[info exists env(TIMEOUT_SCALE)] && $env(TIMEOUT_SCALE) ne "" ? $env(TIMEOUT_SCALE) : 1}]
-# The debug suite (make test-debug: DEBUG_SUITE set) runs every case, some at a
-# smaller size: KASAN and lockdep check the same code paths at several times
-# the cost, and CI runs both suites. `sized <normal> <debug>` picks the size.
+# The debug suite (make test-debug: DEBUG_SUITE set) runs every case but those
+# marked normal_suite_only (below), some at a smaller size: KASAN and lockdep
+# check the same code paths at several times the cost, and CI runs both
+# suites. `sized <normal> <debug>` picks the size.
 set debug_suite [expr {[info exists env(DEBUG_SUITE)] && $env(DEBUG_SUITE) ne ""}]
 proc sized {normal debug} {
 	expr {$::debug_suite ? $debug : $normal}
+}
+# `normal_suite_only <reason>`, first in a case: the debug suite does not run
+# it (the reason names the case that gives the same code paths under the debug
+# kernel at a smaller size). The runner reports it as not run, never as passed.
+proc normal_suite_only {reason} {
+	if {!$::debug_suite} return
+	set ::verdict "not run: $reason"
+	error "not run in the debug suite"
 }
 set verdict ""
 set oops_seen ""

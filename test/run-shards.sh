@@ -42,5 +42,9 @@ for k in $(seq 1 "$n"); do
 		failed=$((failed + 1))
 	fi
 done
+# The failures again, last, where a reader of only the tail finds them.
+for k in $(seq 1 "$n"); do
+	grep -a '^FAIL ' "$out/shard-$k/run.log" 2>/dev/null | sed "s|^|[$k/$n] |"
+done
 echo "$passed passed, $failed failed (in $n shards)"
 exit $status
