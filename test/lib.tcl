@@ -124,6 +124,7 @@ proc run {cmd {timeout_s ""}} {
 	if {$timeout_s eq ""} { set timeout_s $::default_timeout }
 	set timeout_s [expr {$timeout_s * $::timeout_scale}]
 	set timeout $timeout_s
+	set t0 [clock milliseconds]
 	send -- "$cmd; echo \"@@rc=\$?@@\"\r"
 	expect {
 		-re {(.*)@@rc=([0-9]+)@@\r*\n} {
@@ -140,6 +141,12 @@ proc run {cmd {timeout_s ""}} {
 		-ex $prompt {}
 		timeout { error "no prompt after: $cmd" }
 		eof { error "QEMU exited after: $cmd" }
+	}
+	# A command near its timeout is a failure waiting for a busier machine:
+	# say so while it still passes.
+	set secs [expr {([clock milliseconds] - $t0) / 1000}]
+	if {$secs * 2 > $timeout_s} {
+		note "slow: ${secs}s of its ${timeout_s}s timeout: [string range $cmd 0 120]"
 	}
 	return [list $rc $out]
 }
