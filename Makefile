@@ -130,7 +130,7 @@ DEBUG_O := $(O)/debug
 # (cases 65-67): KASAN under TCG is several times slower than the appliance
 # kernel (~1 ms per difftest operation, ~0.6 s per mutant there).
 DEBUG_DIFFTEST_OPS ?= 1500
-DEBUG_FUZZ_N ?= 20
+DEBUG_FUZZ_N ?= 12
 # Guests the debug suite is split over (test/run-shards.sh): it is the longest
 # step, one core per guest, and a two-core machine has a core to spare.
 DEBUG_SHARDS ?= 2

@@ -315,6 +315,32 @@ static int gencmp(uint64_t seed, uint64_t size, uint64_t period, const char *fil
 	return 0;
 }
 
+/*
+ * genread: what `read` prints for a pread of <len> bytes at <off> of a file
+ * made by `gen`, from the generator alone (no copy of the file needed).
+ */
+static int genread(uint64_t seed, uint64_t size, uint64_t period, uint64_t off, uint64_t len)
+{
+	uint64_t n = off < size ? size - off : 0, x = 0, gpos;
+	unsigned char *skip, *b;
+	sha_t s;
+	char h[65];
+	if (!period) period = size ? size : 1;
+	if (n > len) n = len;
+	/* The stream restarts at each period: generate from the start of off's. */
+	gpos = off - off % period;
+	skip = malloc(off - gpos + 1);
+	b = malloc(n + 1);
+	if (!skip || !b) { printf("err %s\n", strerror(ENOMEM)); return 1; }
+	gen_fill(skip, off - gpos, seed, period, &gpos, &x);
+	gen_fill(b, n, seed, period, &gpos, &x);
+	sha_init(&s); sha_update(&s, b, n); sha_final(&s, h);
+	printf("ok %llu %s\n", (unsigned long long)n, h);
+	free(skip);
+	free(b);
+	return 0;
+}
+
 static int gen(uint64_t seed, uint64_t size, uint64_t period)
 {
 	static unsigned char buf[1 << 16];
@@ -342,6 +368,9 @@ int main(int argc, char **argv)
 		return gen(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0));
 	if (argc == 6 && !strcmp(argv[1], "gencmp"))
 		return gencmp(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0), argv[5]);
+	if (argc == 7 && !strcmp(argv[1], "genread"))
+		return genread(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0),
+			       strtoull(argv[5], 0, 0), strtoull(argv[6], 0, 0));
 	if (argc == 3 && !strcmp(argv[1], "xattrs")) {
 		char *x = xattrs(argv[2]);
 		if (x) puts(x);
@@ -383,6 +412,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	fprintf(stderr, "usage: pzt-helper manifest <dir> | gen <seed> <size> <period> | xattrs <path> |"
-		" getxattr <path> <key> <bufsize> | read <path> <off> <len>\n");
+		" getxattr <path> <key> <bufsize> | read <path> <off> <len> |"
+		" gencmp <seed> <size> <period> <path> | genread <seed> <size> <period> <off> <len>\n");
 	return 2;
 }
