@@ -1,7 +1,7 @@
 #!/bin/sh
 # Boot the PuzzleFS appliance: start-qemu.sh [images-dir] [extra qemu args...]
 # Console on this terminal (Ctrl-A X quits QEMU). `poweroff` in the guest
-# ends QEMU (ACPI). KVM is present on the project's machines but guests crash
+# ends QEMU (the guest resets, and -no-reboot exits on a reset). KVM is present on the project's machines but guests crash
 # there, so TCG is the default; PUZZLEFS_ACCEL=kvm picks KVM where it works.
 set -eu
 IMAGES=${1:-$(dirname "$0")/../../output/images}
@@ -14,13 +14,10 @@ done
 # the disk as built.
 # Extra disks for benchmarks come as QEMU arguments after the images dir.
 [ -r "$IMAGES/disk.ext4" ] && set -- -drive "file=$IMAGES/disk.ext4,if=virtio,format=raw,snapshot=on" "$@"
-# pci=noacpi: PCI interrupts routed from the BIOS table rather than ACPI's
-# _PRT, whose AML loop outlives ACPICA's loop timeout on the debug kernel
-# under TCG (AE_AML_LOOP_TIMEOUT, then virtio-pci without an IRQ: no boot).
 exec qemu-system-x86_64 \
 	-accel "${PUZZLEFS_ACCEL:-tcg}" \
 	-m "${PUZZLEFS_MEM:-1024}" -smp "${PUZZLEFS_SMP:-2}" \
 	-kernel "$IMAGES/bzImage" -initrd "$IMAGES/rootfs.cpio" \
-	-append "console=ttyS0 loglevel=5 panic=-1 pci=noacpi ${PUZZLEFS_APPEND:-}" \
+	-append "console=ttyS0 loglevel=5 panic=-1 ${PUZZLEFS_APPEND:-}" \
 	-nographic -no-reboot -nic none \
 	"$@"
