@@ -157,7 +157,7 @@ test-debug-suite:
 # time (board/qemu/post-fakeroot.d/65-puzzlefs-difftest.sh, test/samples/mutate.py)
 # onto the data disk, then case 66 mounts and walks every one. A normal build
 # makes the CI share (300, fresh seed) again.
-FUZZ_ENV = PZT_FUZZ_N=$(or $(N),1000) PZT_FUZZ_SEED='$(SEED)'
+FUZZ_ENV = ROOTFS_FORCE=1 PZT_FUZZ_N=$(or $(N),1000) PZT_FUZZ_SEED='$(SEED)'
 fuzz: ensure-config
 	@$(FUZZ_ENV) $(MAKE) --no-print-directory all
 	@$(MAKE) --no-print-directory test-suite CASES='66-*'

@@ -20,6 +20,37 @@ die() { printf 'rootfs: %s\n' "$*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "the host build needs root (device nodes, owners in the cpio)"
 
+# The images are a function of this tree's files, the kernel modules, the
+# builder, the shared fixtures and the settings below. When none changed since
+# the last build and its images are as it left them, that build stands (`make
+# test` right after `make` does not make them twice). ROOTFS_FORCE=1 builds
+# anew; `make fuzz` does, as a build without PZT_FUZZ_SEED draws fresh mutants.
+STAMP=$BINARIES_DIR/.rootfs-stamp
+inputs_key() {
+	{
+		env | grep -E '^(PZT_|PUZZLEFS_FIXTURE=|PUZZLEFS_TEST_TOOLS=|HOST_PUZZLEFS_TEST_TOOLS=|PYTHON3=|ROOTFS_OVERLAYS=|POST_[A-Z]+_SCRIPTS=|HOST_DIR=)' | LC_ALL=C sort
+		cat "$O/.config"
+		(cd "$REPO" && find . \( -path ./.git -o -path './output*' -o -path "./${O#"$REPO"/}" \) -prune \
+			-o -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+		(cd "$O/build/modules" && find . -printf '%p %l\n' -type f -exec sha256sum {} + | LC_ALL=C sort)
+		sha256sum "$HOST_DIR/bin/puzzlefs"
+		fixtures=${PUZZLEFS_FIXTURE:-$REPO/../shared/fixtures}
+		[ -d "$fixtures" ] && (cd "$fixtures" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 sha256sum)
+	} | sha256sum | cut -d' ' -f1
+}
+# The images a build left: everything in BINARIES_DIR but the kernel, which
+# support/linux.sh copies there on every build.
+images_state() {
+	(cd "$BINARIES_DIR" && find . -type f ! -name bzImage ! -name .rootfs-stamp -printf '%p %s %T@\n' | LC_ALL=C sort)
+}
+key=$(inputs_key)
+if [ "${ROOTFS_FORCE:-0}" != 1 ] && [ -f "$BINARIES_DIR/rootfs.cpio" ] \
+	&& [ "$(cat "$STAMP" 2>/dev/null)" = "$(printf '%s\n%s' "$key" "$(images_state)")" ]; then
+	step "up to date: $BINARIES_DIR/rootfs.cpio (inputs unchanged since it was built; ROOTFS_FORCE=1 builds anew)"
+	exit 0
+fi
+rm -f "$STAMP"
+
 # The target tree is cheap to make, so it is made anew each time: nothing
 # stale from an earlier build can hide in it.
 rm -rf "$TARGET_DIR"
@@ -148,3 +179,4 @@ step "$(du -h "$BINARIES_DIR/rootfs.cpio" | cut -f1) $BINARIES_DIR/rootfs.cpio"
 # Buildroot runs post-image scripts with BINARIES_DIR as argument.
 # shellcheck disable=SC2086
 run_scripts post-image "$BINARIES_DIR" ${POST_IMAGE_SCRIPTS:-}
+printf '%s\n%s' "$key" "$(images_state)" >"$STAMP"
