@@ -4,7 +4,8 @@
 # suite needs on a real block device: fs-verity-capable blob stores, the
 # reference copies the differential tests compare against). start-qemu.sh
 # attaches $BINARIES_DIR/disk.ext4 as a virtio disk (copy-on-write: the file
-# itself never changes); the guest mounts it on /disk (overlay/etc/init.d/rcS).
+# itself never changes); the guest mounts it on /disk
+# (overlay/etc/init.d/S10data-disk).
 # Usage: 10-data-disk.sh <BINARIES_DIR> (Buildroot post-image environment).
 set -eu
 BINARIES_DIR=$1
