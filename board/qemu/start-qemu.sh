@@ -1,8 +1,9 @@
 #!/bin/sh
 # Boot the PuzzleFS appliance: start-qemu.sh [images-dir] [extra qemu args...]
 # Console on this terminal (Ctrl-A X quits QEMU). `poweroff` in the guest
-# ends QEMU (the guest resets, and -no-reboot exits on a reset). KVM is present on the project's machines but guests crash
-# there, so TCG is the default; PUZZLEFS_ACCEL=kvm picks KVM where it works.
+# ends QEMU (the guest resets, and -no-reboot exits on a reset). KVM is
+# present on the project's machines but guests crash there, so TCG is the
+# default; PUZZLEFS_ACCEL=kvm picks KVM where it works.
 set -eu
 IMAGES=${1:-$(dirname "$0")/../../output/images}
 [ $# -gt 0 ] && shift
