@@ -10,7 +10,7 @@ IMAGES=${1:-$(dirname "$0")/../../output/images}
 for f in bzImage rootfs.cpio; do
 	[ -r "$IMAGES/$f" ] || { echo "start-qemu: $IMAGES/$f missing (run: make)" >&2; exit 1; }
 done
-# The data disk (board/qemu/post-image.d/10-data-disk.sh), if there is one:
+# The data disk (board/qemu/post-fakeroot.d/99-data-disk.sh), if there is one:
 # snapshot=on keeps guest writes in a temporary overlay, so every boot sees
 # the disk as built.
 # Extra disks for benchmarks come as QEMU arguments after the images dir.

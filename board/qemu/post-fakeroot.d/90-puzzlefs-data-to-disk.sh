@@ -6,7 +6,7 @@
 # /disk at boot. The initramfs the kernel unpacks at every boot shrinks from
 # 138 MB to 20 MB (under KASAN and kmemleak unpacking took 51 of a 65 s boot);
 # the data is read from the disk when a case uses it. Owners, modes, device
-# nodes, hard links and xattrs survive mke2fs -d (post-image.d/10-data-disk.sh)
+# nodes, hard links and xattrs survive mke2fs -d (99-data-disk.sh)
 # as they survive cpio; hard links between symbolic links would not, so the
 # move refuses trees that have them.
 # Usage (as root): 90-puzzlefs-data-to-disk.sh <TARGET_DIR> (a post-fakeroot script).
