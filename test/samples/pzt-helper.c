@@ -289,6 +289,15 @@ static void gen_fill(unsigned char *buf, size_t n, uint64_t seed, uint64_t perio
 	}
 }
 
+/* print_ok_sha: what `read` prints for the n bytes it read into buf. */
+static void print_ok_sha(const unsigned char *buf, size_t n)
+{
+	sha_t s;
+	char h[65];
+	sha_init(&s); sha_update(&s, buf, n); sha_final(&s, h);
+	printf("ok %zu %s\n", n, h);
+}
+
 static int gencmp(uint64_t seed, uint64_t size, uint64_t period, const char *file)
 {
 	static unsigned char a[1 << 16], b[1 << 16];
@@ -321,22 +330,19 @@ static int gencmp(uint64_t seed, uint64_t size, uint64_t period, const char *fil
  */
 static int genread(uint64_t seed, uint64_t size, uint64_t period, uint64_t off, uint64_t len)
 {
+	static unsigned char skip[1 << 16];
 	uint64_t n = off < size ? size - off : 0, x = 0, gpos;
-	unsigned char *skip, *b;
-	sha_t s;
-	char h[65];
+	unsigned char *b;
 	if (!period) period = size ? size : 1;
 	if (n > len) n = len;
 	/* The stream restarts at each period: generate from the start of off's. */
 	gpos = off - off % period;
-	skip = malloc(off - gpos + 1);
+	while (gpos < off)
+		gen_fill(skip, off - gpos < sizeof(skip) ? off - gpos : sizeof(skip), seed, period, &gpos, &x);
 	b = malloc(n + 1);
-	if (!skip || !b) { printf("err %s\n", strerror(ENOMEM)); return 1; }
-	gen_fill(skip, off - gpos, seed, period, &gpos, &x);
+	if (!b) { printf("err %s\n", strerror(ENOMEM)); return 1; }
 	gen_fill(b, n, seed, period, &gpos, &x);
-	sha_init(&s); sha_update(&s, b, n); sha_final(&s, h);
-	printf("ok %llu %s\n", (unsigned long long)n, h);
-	free(skip);
+	print_ok_sha(b, n);
 	free(b);
 	return 0;
 }
@@ -345,19 +351,12 @@ static int gen(uint64_t seed, uint64_t size, uint64_t period)
 {
 	static unsigned char buf[1 << 16];
 	uint64_t pos = 0, x = 0;
-	size_t bl = 0;
 	if (!period) period = size ? size : 1;
 	while (pos < size) {
-		uint64_t in = pos % period;
-		if (in == 0) x = seed * 0x9e3779b97f4a7c15ULL + 1;
-		unsigned char c;
-		if (in < 8) c = (pos / period) >> (8 * in);
-		else { x ^= x << 13; x ^= x >> 7; x ^= x << 17; c = x >> 24; }
-		buf[bl++] = c;
-		if (bl == sizeof(buf)) { if (fwrite(buf, 1, bl, stdout) != bl) return 1; bl = 0; }
-		pos++;
+		size_t k = size - pos < sizeof(buf) ? size - pos : sizeof(buf);
+		gen_fill(buf, k, seed, period, &pos, &x);
+		if (fwrite(buf, 1, k, stdout) != k) return 1;
 	}
-	if (bl && fwrite(buf, 1, bl, stdout) != bl) return 1;
 	return fflush(stdout) ? 1 : 0;
 }
 
@@ -407,8 +406,7 @@ int main(int argc, char **argv)
 		unsigned char *b = malloc(n + 1);
 		ssize_t r = pread(fd, b, n, strtoll(argv[3], 0, 0));
 		if (r < 0) { printf("err %s\n", strerror(errno)); return 1; }
-		sha_t s; char h[65]; sha_init(&s); sha_update(&s, b, r); sha_final(&s, h);
-		printf("ok %zd %s\n", r, h);
+		print_ok_sha(b, r);
 		return 0;
 	}
 	fprintf(stderr, "usage: pzt-helper manifest <dir> | gen <seed> <size> <period> | xattrs <path> |"
