@@ -16,8 +16,10 @@
 #      edge, many, real        tags plain and zstd (-c)
 #      layers, layers-z        tags base, d1 (-b base), d2 (-b d1); layers-z with -c
 #      fixture                 copy of ../shared/fixtures/upstream-v1/oci (tags plain zstd delta)
+#      huge                    tag plain: one file of 4 GiB + 4097 bytes (big.txt)
 # <out>/manifests/<tree>.txt  `pzt-helper manifest` of each source tree (what the guest must see)
 # <out>/images.txt            one line per image under test: <name> <oci> <tag> <tree> <manifest digest>
+#                             (<tree> "-": no source tree is kept; its file is in big.txt)
 # <out>/hostile/              hostile images and their case table (gen-hostile.py)
 # <out>/copies/<tree>/...     a sample of source files, for `cmp` in the guest
 # <out>/copies/<tree>.list    the sampled paths
@@ -244,8 +246,20 @@ build layers-z base layers-base -c
 build layers-z d1 layers-d1 -c -b base
 build layers-z d2 layers-d2 -c -b d1
 
+# ------------------------------------------------------------------ huge
+# One file past 4 GiB (offsets and sizes beyond 32 bits), made of 16 MiB
+# periods: the image keeps ~40 MiB of chunks. The 4 GiB source is deleted once
+# built (the guest compares with the generator), so the image's tree is "-".
+mkdir -p "$OUT/trees/huge"
+huge_size=$(((4 << 30) + 4097))
+gen "$OUT/trees/huge/big4g" 65 $huge_size $((16 << 20))
+"$PUZZLEFS" -q build "$OUT/trees/huge" "$OUT/img/huge" plain >/dev/null || die "puzzlefs build of huge failed"
+rm -r "$OUT/trees/huge"
+echo "huge-plain huge plain - $(digest_of huge plain)" >>"$OUT/images.txt"
+echo "huge big4g 65 $huge_size $((16 << 20))" >>"$OUT/big.txt"
+
 # ------------------------------------------------------------------ manifests
-for t in $(cut -d' ' -f4 "$OUT/images.txt" | sort -u); do
+for t in $(cut -d' ' -f4 "$OUT/images.txt" | grep -vx -- - | sort -u); do
 	(cd "$OUT/trees" && "$H" manifest "$t") >"$OUT/manifests/$t.txt" \
 		|| die "manifest of $t has errors: $(grep ERROR "$OUT/manifests/$t.txt" | head -3)"
 done

@@ -298,19 +298,58 @@ static void print_ok_sha(const unsigned char *buf, size_t n)
 	printf("ok %zu %s\n", n, h);
 }
 
+/*
+ * Periods of at most PERIOD_BUF bytes are generated once: each period is the
+ * same stream after its 8-byte index, so gen and gencmp patch the index into
+ * a copy of period 0 instead of running the generator over every byte (a
+ * 4 GiB file is then compared at memcmp speed).
+ */
+#define PERIOD_BUF (64u << 20)
+
+/* period_stream: the next n bytes at *pos, from one_period (period 0). */
+static void period_stream(unsigned char *buf, size_t n, const unsigned char *one_period, uint64_t period, uint64_t *pos)
+{
+	while (n) {
+		uint64_t in = *pos % period;
+		size_t k = period - in < n ? period - in : n;
+		memcpy(buf, one_period + in, k);
+		for (uint64_t i = in; i < 8 && i < in + k; i++)
+			buf[i - in] = (*pos / period) >> (8 * i);
+		buf += k; n -= k; *pos += k;
+	}
+}
+
+/* stream_fill: gen_fill, from one_period when there is one. */
+static void stream_fill(unsigned char *buf, size_t n, const unsigned char *one_period, uint64_t seed, uint64_t period, uint64_t *pos, uint64_t *x)
+{
+	if (one_period) period_stream(buf, n, one_period, period, pos);
+	else gen_fill(buf, n, seed, period, pos, x);
+}
+
+/* first_period: period 0 generated whole, or NULL to generate as we go. */
+static unsigned char *first_period(uint64_t seed, uint64_t size, uint64_t period)
+{
+	uint64_t pos = 0, x = 0;
+	unsigned char *p = period < size && period <= PERIOD_BUF ? malloc(period) : NULL;
+	if (p) gen_fill(p, period, seed, period, &pos, &x);
+	return p;
+}
+
 static int gencmp(uint64_t seed, uint64_t size, uint64_t period, const char *file)
 {
 	static unsigned char a[1 << 16], b[1 << 16];
 	uint64_t pos = 0, gpos = 0, x = 0;
+	unsigned char *one;
 	int fd = open(file, O_RDONLY);
 	if (fd < 0) { printf("err %s\n", strerror(errno)); return 1; }
 	if (!period) period = size ? size : 1;
+	one = first_period(seed, size, period);
 	for (;;) {
 		ssize_t r = read(fd, b, sizeof(b));
 		if (r < 0) { printf("err at %llu: %s\n", (unsigned long long)pos, strerror(errno)); return 1; }
 		if (r == 0) break;
 		if (pos + r > size) { printf("long at %llu\n", (unsigned long long)size); return 1; }
-		gen_fill(a, r, seed, period, &gpos, &x);
+		stream_fill(a, r, one, seed, period, &gpos, &x);
 		if (memcmp(a, b, r)) {
 			ssize_t i = 0;
 			while (a[i] == b[i]) i++;
@@ -319,6 +358,7 @@ static int gencmp(uint64_t seed, uint64_t size, uint64_t period, const char *fil
 		}
 		pos += r;
 	}
+	free(one);
 	if (pos != size) { printf("short at %llu\n", (unsigned long long)pos); return 1; }
 	printf("same\n");
 	return 0;
@@ -337,7 +377,7 @@ static int genread(uint64_t seed, uint64_t size, uint64_t period, uint64_t off, 
 	if (n > len) n = len;
 	/* The stream restarts at each period: generate from the start of off's. */
 	gpos = off - off % period;
-	while (gpos < off)
+	while (n && gpos < off)
 		gen_fill(skip, off - gpos < sizeof(skip) ? off - gpos : sizeof(skip), seed, period, &gpos, &x);
 	b = malloc(n + 1);
 	if (!b) { printf("err %s\n", strerror(ENOMEM)); return 1; }
@@ -351,12 +391,15 @@ static int gen(uint64_t seed, uint64_t size, uint64_t period)
 {
 	static unsigned char buf[1 << 16];
 	uint64_t pos = 0, x = 0;
+	unsigned char *one;
 	if (!period) period = size ? size : 1;
+	one = first_period(seed, size, period);
 	while (pos < size) {
 		size_t k = size - pos < sizeof(buf) ? size - pos : sizeof(buf);
-		gen_fill(buf, k, seed, period, &pos, &x);
+		stream_fill(buf, k, one, seed, period, &pos, &x);
 		if (fwrite(buf, 1, k, stdout) != k) return 1;
 	}
+	free(one);
 	return fflush(stdout) ? 1 : 0;
 }
 
