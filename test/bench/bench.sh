@@ -34,6 +34,10 @@
 #                     the other runs of that workload on that file system are skipped
 #   NEG_LOOKUPS=20000 POS_LOOKUPS=20000 RAND_READS=3000
 #   BENCH_MEM=4096    guest memory, MiB
+#   BENCH_DISK_CACHE=none  QEMU's cache mode for the bench disk (default: the
+#                     host's page cache, which serves "cold" guest reads from
+#                     host memory); none reads it with O_DIRECT, so cold
+#                     reads wait for the host's disk
 #   BENCH_IMAGES_PREV=<images dir of another build>: a second boot of that
 #                     build's kernel + module in the same run (same bench disk,
 #                     puzzlefs file systems only); its figures appear as
@@ -266,7 +270,7 @@ boot() {
 	fi
 	PUZZLEFS_MEM=${BENCH_MEM:-4096} nice -n 10 expect "$here/boot.exp" "$images" "$OUT/console-$label.log" \
 		"${BENCH_MAX_S:-21600}" \
-		-drive "file=$disk,if=virtio,format=raw,snapshot=on" \
+		-drive "file=$disk,if=virtio,format=raw,snapshot=on${BENCH_DISK_CACHE:+,cache=$BENCH_DISK_CACHE}" \
 		-drive "file=$OUT/tools.ext4,if=virtio,format=raw,snapshot=on" "${gdb[@]}" \
 		|| die "the $label run did not finish (console: $OUT/console-$label.log)"
 	if [ -n "$sampler" ]; then
