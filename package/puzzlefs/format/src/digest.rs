@@ -55,12 +55,26 @@ pub fn parse_hex_digest(hex: &[u8]) -> Result<Digest> {
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct HexDigest<'a>(pub &'a Digest);
 
+impl HexDigest<'_> {
+    /// The 64 lowercase hex digits, as bytes: for names built without the formatting
+    /// machinery (the kernel driver builds a blob path at each blob it opens).
+    pub fn digits(&self) -> [u8; 2 * DIGEST_LEN] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 2 * DIGEST_LEN];
+        for (pair, byte) in out.chunks_exact_mut(2).zip(self.0.iter()) {
+            if let [hi, lo] = pair {
+                *hi = DIGITS[usize::from(byte >> 4)];
+                *lo = DIGITS[usize::from(byte & 0xf)];
+            }
+        }
+        out
+    }
+}
+
 impl fmt::Display for HexDigest<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        for b in self.0 {
-            write!(f, "{b:02x}")?;
-        }
-        Ok(())
+        let digits = self.digits();
+        f.write_str(core::str::from_utf8(&digits).map_err(|_| fmt::Error)?)
     }
 }
 
@@ -85,6 +99,21 @@ mod tests {
         }
         let upper = b"4C76052AB5321D55D2A76EDD5EF4832CD3CE837EEBF92CE8C3B30B4BB3729538";
         assert_eq!(parse_hex_digest(upper), d);
+    }
+
+    #[test]
+    fn hex_digits_are_each_byte_in_lowercase_hex() {
+        let mut d = [0u8; DIGEST_LEN];
+        for (i, b) in d.iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(37).wrapping_add(200);
+        }
+        let expected: std::string::String = d.iter().map(|b| std::format!("{b:02x}")).collect();
+        assert_eq!(&HexDigest(&d).digits()[..], expected.as_bytes());
+        assert_eq!(HexDigest(&d).to_string(), expected);
+        assert_eq!(
+            &HexDigest(&[0xff; DIGEST_LEN]).digits()[..],
+            &[b'f'; 64][..]
+        );
     }
 
     #[test]

@@ -21,9 +21,9 @@ use kernel::fs::file::{PrivateMount, RegularFile};
 use kernel::fs::verity::{Verity as FileVerity, SHA256_DIGEST_SIZE};
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
-use kernel::str::CString;
+use kernel::str::CStr;
 use kernel::sync::{new_mutex, Arc, Mutex};
-use puzzlefs_format::{Digest, HexDigest, Manifest};
+use puzzlefs_format::{Digest, HexDigest, Manifest, DIGEST_LEN};
 
 /// Number of blob files kept open per mount.
 const SLOTS: usize = 8;
@@ -278,6 +278,38 @@ impl BlobCache {
     }
 }
 
+/// The path of blob `digest` below the image directory, `blobs/sha256/<64 hex digits>`,
+/// NUL-terminated: built without the formatting machinery, since every blob open needs one.
+pub(crate) struct BlobPath([u8; BLOB_PATH_LEN]);
+
+const BLOB_DIR: &[u8] = b"blobs/sha256/";
+const BLOB_PATH_LEN: usize = BLOB_DIR.len() + 2 * DIGEST_LEN + 1;
+
+impl BlobPath {
+    pub(crate) fn new(digest: &Digest) -> Self {
+        let mut path = [0u8; BLOB_PATH_LEN];
+        let (dir, rest) = path.split_at_mut(BLOB_DIR.len());
+        dir.copy_from_slice(BLOB_DIR);
+        let digits = HexDigest(digest).digits();
+        if let Some(hex) = rest.get_mut(..digits.len()) {
+            hex.copy_from_slice(&digits);
+        }
+        BlobPath(path)
+    }
+
+    /// The path as a C string (hex digits and `/` only, one NUL at the end).
+    pub(crate) fn as_cstr(&self) -> Result<&CStr> {
+        CStr::from_bytes_with_nul(&self.0).map_err(|_| EINVAL)
+    }
+}
+
+impl fmt::Display for BlobPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.0.get(..BLOB_PATH_LEN - 1).unwrap_or(&[]);
+        f.write_str(core::str::from_utf8(path).map_err(|_| fmt::Error)?)
+    }
+}
+
 /// Opens blob `digest` below `mount` and checks it against `verity`, or returns it from
 /// `cache` (where only checked blobs are kept).
 pub(crate) fn open(
@@ -295,8 +327,7 @@ pub(crate) fn open(
             return Ok(slot.file.clone());
         }
     }
-    let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", HexDigest(digest)))?;
-    let file = mount.open(&path)?;
+    let file = mount.open(BlobPath::new(digest).as_cstr()?)?;
     verity.check(digest, &file)?;
     // A chunk blob of up to `MAX_CHUNK` bytes is read whole, with direct I/O (`decompress`).
     // A larger one is read piece by piece through its page cache: one request for its start

@@ -33,7 +33,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::blob::{self, BlobCache, Verity};
+use crate::blob::{self, BlobCache, BlobPath, Verity};
 use crate::decompress::DecompressedChunks;
 use crate::nlink::Nlinks;
 use crate::PuzzleFs;
@@ -287,8 +287,8 @@ fn open_blob(
     what: &str,
     digest: &Digest,
 ) -> Result<RegularFile> {
-    let path = CString::try_from_fmt(format_args!("blobs/sha256/{}", HexDigest(digest)))?;
-    mount.open(&path).map_err(|e| {
+    let path = BlobPath::new(digest);
+    mount.open(path.as_cstr()?).map_err(|e| {
         let why = if e.to_errno() == -(kernel::bindings::ELOOP as i32) {
             " (a symbolic link: blobs must be regular files)"
         } else if e == EINVAL {
@@ -299,10 +299,7 @@ fn open_blob(
         error(
             fc,
             e,
-            format_args!(
-                "cannot open {} blob {}/{}: {:?}{}",
-                what, dir, &*path, e, why
-            ),
+            format_args!("cannot open {} blob {}/{}: {:?}{}", what, dir, path, e, why),
         )
     })
 }
@@ -553,15 +550,7 @@ pub(crate) fn statfs(info: &Info) -> Stat {
 /// Writes the options for `/proc/mounts` (`verity=` unless it is `off`, the default).
 pub(crate) fn show_options(info: &Info, seq: &mut SeqFile) {
     seq.show_option(b"oci_root_dir", info.oci_root_dir.as_bytes());
-    let mut hex = [0u8; 64];
-    for (pair, byte) in hex.chunks_exact_mut(2).zip(info.manifest.iter()) {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        if let [hi, lo] = pair {
-            *hi = DIGITS[usize::from(byte >> 4)];
-            *lo = DIGITS[usize::from(byte & 0xf)];
-        }
-    }
-    seq.show_option(b"image_manifest", &hex);
+    seq.show_option(b"image_manifest", &HexDigest(&info.manifest).digits());
     if info.verity.mode() != blob::Mode::Off {
         seq.show_option(b"verity", info.verity.mode().name().as_bytes());
     }
