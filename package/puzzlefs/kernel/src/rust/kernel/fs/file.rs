@@ -14,6 +14,8 @@ use crate::bindings;
 use crate::error::{from_err_ptr, to_result};
 use crate::prelude::*;
 use crate::sched::cond_resched;
+use core::marker::PhantomData;
+use core::mem::MaybeUninit;
 use core::ptr::NonNull;
 
 /// A private clone of the mount of a directory, with the credentials of who cloned it.
@@ -234,6 +236,11 @@ impl RegularFile {
     /// Reads into `buf` from byte `pos` on; returns how many bytes were read (0 at the end of
     /// the file).
     pub fn read_at(&self, buf: &mut [u8], pos: u64) -> Result<usize> {
+        self.read_into(ReadBuf::new(buf), pos)
+    }
+
+    /// [`RegularFile::read_at`] into `buf`.
+    fn read_into(&self, buf: ReadBuf<'_>, pos: u64) -> Result<usize> {
         let mut pos: bindings::loff_t = pos.try_into()?;
         // Read as the mounter, not as whichever task happens to fault the page in (LSMs check
         // the current credentials on each read), as overlayfs reads its backing files.
@@ -241,15 +248,9 @@ impl RegularFile {
         // credentials (given to `dentry_open`), alive for as long as the file; the guard is
         // dropped at the end of this function, on this task, after `kernel_read` returned.
         let _creds = unsafe { CredsOverride::new((*self.file.as_ptr()).f_cred) };
-        // SAFETY: The file is open; `buf` is valid for writes of its length.
-        let n = unsafe {
-            bindings::kernel_read(
-                self.file.as_ptr(),
-                buf.as_mut_ptr().cast(),
-                buf.len(),
-                &mut pos,
-            )
-        };
+        // SAFETY: The file is open; `buf` is valid for writes of its length (type invariant).
+        let n =
+            unsafe { bindings::kernel_read(self.file.as_ptr(), buf.ptr.cast(), buf.len, &mut pos) };
         if n < 0 {
             return Err(Error::from_errno(n as _));
         }
@@ -347,17 +348,22 @@ impl RegularFile {
     /// (ext4 does for fs-verity files), and a direct read it refuses ([`EINVAL`]) is done
     /// again as a normal one.
     pub fn read_direct_at(&self, buf: &mut [u8], pos: u64) -> Result<usize> {
+        self.read_direct_into(ReadBuf::new(buf), pos)
+    }
+
+    /// [`RegularFile::read_direct_at`] into `buf`.
+    fn read_direct_into(&self, buf: ReadBuf<'_>, pos: u64) -> Result<usize> {
         // SAFETY: The file is open (type invariant), so `f_mode` is readable; the flag is set
         // at open and never changes afterwards.
         let can = unsafe { (*self.file.as_ptr()).f_mode } & bindings::FMODE_CAN_ODIRECT != 0;
-        let aligned = (buf.as_ptr() as usize | buf.len()) % DIRECT_ALIGN == 0
-            && pos % DIRECT_ALIGN as u64 == 0;
-        if !can || !aligned || buf.is_empty() {
-            return self.read_at(buf, pos);
+        let aligned =
+            (buf.ptr as usize | buf.len) % DIRECT_ALIGN == 0 && pos % DIRECT_ALIGN as u64 == 0;
+        if !can || !aligned || buf.len == 0 {
+            return self.read_into(buf, pos);
         }
         let ki_pos: bindings::loff_t = pos.try_into()?;
-        let len = buf.len();
-        let addr = buf.as_mut_ptr();
+        let len = buf.len;
+        let addr = buf.ptr;
         let vmapped = is_vmalloc(addr);
         if vmapped {
             // On architectures whose data caches alias, no line of `buf` may be written back
@@ -379,7 +385,8 @@ impl RegularFile {
         let mut iter = core::mem::MaybeUninit::<bindings::iov_iter>::uninit();
         // SAFETY: `iov_iter_kvec` initialises `iter` over the one segment `kvec`, which
         // describes `buf` (valid for writes of `len` bytes, and borrowed mutably until the end
-        // of this function, after the read completed: the kiocb is synchronous).
+        // of this function, after the read completed: the kiocb is synchronous; the device
+        // only writes it, so whether its bytes were initialised does not matter).
         unsafe { bindings::iov_iter_kvec(iter.as_mut_ptr(), bindings::ITER_DEST, &kvec, 1, len) };
         // As in `read_at`: read as the mounter.
         // SAFETY: `f_cred` is the counted reference the open file holds to the mounter's
@@ -400,7 +407,7 @@ impl RegularFile {
         if n == -(bindings::EINVAL as isize) {
             // A direct read the file system refuses (alignment stricter than a page): read
             // normally.
-            return self.read_at(buf, pos);
+            return self.read_into(buf, pos);
         }
         if n < 0 {
             return Err(Error::from_errno(n as _));
@@ -414,11 +421,11 @@ impl RegularFile {
     /// The file is read with [`RegularFile::read_direct_at`]: the buffer is allocated in
     /// whole [`DIRECT_ALIGN`] units (`kvmalloc` of such a size is aligned to one), so that
     /// the file's bytes do not stay in its page cache as well where its file system reads
-    /// it directly. The buffer is zero-filled, then read into, in steps of [`READ_STEP`]
-    /// bytes with a [`cond_resched`] between steps: `max` may be hundreds of MiB, and a
-    /// kernel without full preemption must not spend seconds in one loop. A file that changes
-    /// size meanwhile is read up to the size it had first (reaching its end earlier is
-    /// [`EIO`]).
+    /// it directly. The reads go straight into the buffer's unused capacity (nothing zeroes
+    /// it first), in steps of [`READ_STEP`] bytes with a [`cond_resched`] between steps: `max`
+    /// may be hundreds of MiB, and a kernel without full preemption must not spend seconds in
+    /// one loop. A file that changes size meanwhile is read up to the size it had first
+    /// (reaching its end earlier is [`EIO`]).
     pub fn read_to_vec(&self, max: usize) -> Result<KVVec<u8>> {
         let size: usize = self.size()?.try_into().map_err(|_| EFBIG)?;
         if size > max {
@@ -426,30 +433,56 @@ impl RegularFile {
         }
         let whole = size.checked_next_multiple_of(DIRECT_ALIGN).ok_or(EFBIG)?;
         let mut v = KVVec::with_capacity(whole, GFP_KERNEL)?;
-        // Initialised before any `&mut [u8]` is made over it: never a slice of uninitialised
-        // bytes. The capacity is there, so this does not allocate again.
-        while v.len() < whole {
-            let n = (whole - v.len()).min(READ_STEP);
-            v.extend_with(n, 0, GFP_KERNEL)?;
-            cond_resched();
-        }
         let mut done = 0usize;
         while done < size {
             let end = done.saturating_add(READ_STEP).min(whole);
-            let step = v.get_mut(done..end).ok_or(EIO)?;
+            let step = v.spare_capacity_mut().get_mut(done..end).ok_or(EIO)?;
             // Only the last read may be short (at the end of the file); one after it is not
             // aligned and is read normally.
-            let n = self.read_direct_at(step, done as u64)?;
+            let n = self.read_direct_into(ReadBuf::uninit(step), done as u64)?;
             if n == 0 {
                 return Err(EIO);
             }
             done = done.saturating_add(n);
             cond_resched();
         }
-        // SAFETY: `size <= whole`, the length: this only shortens the vector, of bytes, which
-        // need no drop.
+        // SAFETY: The reads above wrote bytes `0..done` of the capacity, and `size <= done`
+        // (no read returns more than it was given, and `whole` is the capacity); bytes need no
+        // drop.
         unsafe { v.set_len(size) };
         Ok(v)
+    }
+}
+
+/// The destination of a read: a buffer borrowed for writes, whose bytes may be uninitialised
+/// (the kernel only writes them; no `&mut [u8]` is made over uninitialised memory).
+///
+/// # Invariants
+///
+/// `ptr` is valid for writes of `len` bytes for `'a`.
+struct ReadBuf<'a> {
+    ptr: *mut u8,
+    len: usize,
+    _buf: PhantomData<&'a mut [MaybeUninit<u8>]>,
+}
+
+impl<'a> ReadBuf<'a> {
+    fn new(buf: &'a mut [u8]) -> Self {
+        // INVARIANT: `buf` is borrowed mutably for `'a`.
+        ReadBuf {
+            ptr: buf.as_mut_ptr(),
+            len: buf.len(),
+            _buf: PhantomData,
+        }
+    }
+
+    fn uninit(buf: &'a mut [MaybeUninit<u8>]) -> Self {
+        // INVARIANT: `buf` is borrowed mutably for `'a`.
+        ReadBuf {
+            ptr: buf.as_mut_ptr().cast(),
+            len: buf.len(),
+            _buf: PhantomData,
+        }
     }
 }
 
@@ -463,7 +496,7 @@ fn is_vmalloc(addr: *const u8) -> bool {
     unsafe { bindings::is_vmalloc_addr(addr.cast()) }
 }
 
-/// Bytes [`RegularFile::read_to_vec`] zeroes or reads between two [`cond_resched`] calls.
+/// Bytes [`RegularFile::read_to_vec`] reads between two [`cond_resched`] calls.
 pub const READ_STEP: usize = 1 << 20;
 
 impl Drop for RegularFile {
