@@ -30,7 +30,7 @@ set verdict ""
 set oops_seen ""
 
 # Kernel lines that fail the run wherever they show up on the console.
-set oops_re {(Oops|BUG:|WARNING:|Kernel panic|KASAN|general protection fault|panicked at|Call Trace:)[^\r\n]*}
+set oops_re {(Oops|BUG:|WARNING:|Kernel panic|KASAN|general protection fault|panicked at|blocked for more than|Call Trace:)[^\r\n]*}
 
 proc note {msg} {
 	send_user -- "  .. $msg\n"
