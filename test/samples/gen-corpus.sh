@@ -17,6 +17,7 @@
 #      layers, layers-z        tags base, d1 (-b base), d2 (-b d1); layers-z with -c
 #      fixture                 copy of ../shared/fixtures/upstream-v1/oci (tags plain zstd delta)
 #      huge                    tag plain: one file of 4 GiB + 4097 bytes (big.txt)
+#      layers256               tags l0 (base) .. l255 (255 deltas, -b): 256 layers
 # <out>/manifests/<tree>.txt  `pzt-helper manifest` of each source tree (what the guest must see)
 # <out>/images.txt            one line per image under test: <name> <oci> <tag> <tree> <manifest digest>
 #                             (<tree> "-": no source tree is kept; its file is in big.txt)
@@ -245,6 +246,27 @@ build layers d2 layers-d2 -b d1
 build layers-z base layers-base -c
 build layers-z d1 layers-d1 -c -b base
 build layers-z d2 layers-d2 -c -b d1
+
+# ------------------------------------------------------------------ deep layers
+# As many layers as a mount accepts (puzzlefs_format::MAX_LAYERS, 256): a base
+# and 255 deltas, each changing one file, adding one and deleting the one
+# added three layers before; tag l255 must show the last tree exactly.
+T=$OUT/trees/layers256
+mkdir -p "$T/f" "$T/fixed"
+printf 'stays\n' >"$T/fixed/s"
+printf '0\n' >"$T/n"
+"$PUZZLEFS" -q build "$T" "$OUT/img/layers256" l0 >/dev/null || die "puzzlefs build of layers256 l0 failed"
+for k in $(seq 1 255); do
+	printf '%s\n' "$k" >"$T/n"
+	printf 'added in %s\n' "$k" >"$T/f/$k"
+	rm -f "$T/f/$((k - 3))"
+	if [ "$k" = 255 ]; then
+		build layers256 l255 layers256 -b l254
+	else
+		"$PUZZLEFS" -q build -b "l$((k - 1))" "$T" "$OUT/img/layers256" "l$k" >/dev/null \
+			|| die "puzzlefs build of layers256 l$k failed"
+	fi
+done
 
 # ------------------------------------------------------------------ huge
 # One file past 4 GiB (offsets and sizes beyond 32 bits), made of 16 MiB

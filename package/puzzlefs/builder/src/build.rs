@@ -20,7 +20,9 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
-use puzzlefs_format::{find_inode, BlobRef, Digest, Error as FmtError, InodeKind, NAME_MAX};
+use puzzlefs_format::{
+    find_inode, BlobRef, Digest, Error as FmtError, InodeKind, MAX_LAYERS, NAME_MAX,
+};
 
 pub use crate::chunks::Chunking;
 use crate::chunks::{chunk_and_store, FileMap, SrcFile};
@@ -245,6 +247,16 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         None => None,
     };
     let base_blobs = base_image.as_ref().map(Image::blobs).unwrap_or_default();
+    if let Some(base) = opts
+        .base
+        .as_ref()
+        .filter(|_| base_blobs.len() >= MAX_LAYERS)
+    {
+        return Err(Error::TooManyLayers {
+            base: base.clone(),
+            layers: base_blobs.len(),
+        });
+    }
     let base_layers = image::views(&base_blobs)?;
     let base = if base_image.is_some() {
         scan_base(&base_layers)?

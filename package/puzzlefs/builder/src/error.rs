@@ -45,6 +45,20 @@ pub enum Error {
         /// The format error.
         source: FmtError,
     },
+    /// A delta build on a base that has [`puzzlefs_format::MAX_LAYERS`]
+    /// metadata layers already: the image would not mount.
+    #[error(
+        "base layer {base:?} has {layers} metadata layers: a delta on it would have {}, \
+         more than the {max} a mount accepts",
+        layers + 1,
+        max = puzzlefs_format::MAX_LAYERS
+    )]
+    TooManyLayers {
+        /// The base tag.
+        base: String,
+        /// Its number of metadata layers.
+        layers: usize,
+    },
     /// A manifest names a metadata layer this tool cannot read.
     #[error("metadata blob {blob}: compressed or offset metadata is not supported")]
     MetadataRef {

@@ -66,3 +66,57 @@ fn extract_into_a_non_empty_directory_is_refused() {
     );
     assert_eq!(fs::read(dest.join("keep")).unwrap(), b"mine");
 }
+
+#[test]
+fn a_delta_past_max_layers_is_refused_and_writes_nothing() {
+    use puzzlefs::format::MAX_LAYERS;
+    let t = tempfile::tempdir().unwrap();
+    let src = t.path().join("src");
+    fs::create_dir(&src).unwrap();
+    let oci = t.path().join("oci");
+    let delta = |base: usize| BuildOptions {
+        base: Some(format!("l{base}")),
+        ..Default::default()
+    };
+    fs::write(src.join("n"), b"0").unwrap();
+    build(&src, &oci, "l0", &BuildOptions::default()).unwrap();
+    for i in 1..MAX_LAYERS {
+        fs::write(src.join("n"), i.to_string()).unwrap();
+        build(&src, &oci, &format!("l{i}"), &delta(i - 1)).unwrap();
+    }
+    let top = MAX_LAYERS - 1;
+    let listing = |dir: &std::path::Path| {
+        let mut names: Vec<_> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        names.sort();
+        names
+    };
+    let index = fs::read(oci.join("index.json")).unwrap();
+    let blobs = listing(&oci.join("blobs/sha256"));
+
+    fs::write(src.join("n"), b"past").unwrap();
+    let e = build(&src, &oci, "past", &delta(top)).unwrap_err();
+    assert!(
+        matches!(&e, Error::TooManyLayers { base, layers } if *base == format!("l{top}") && *layers == MAX_LAYERS),
+        "{e:?}"
+    );
+    assert!(e.to_string().contains("more than the 256"), "{e}");
+    assert_eq!(fs::read(oci.join("index.json")).unwrap(), index);
+    assert_eq!(listing(&oci.join("blobs/sha256")), blobs);
+
+    // The image at the bound is whole: the top layer's contents come back.
+    let dest = t.path().join("dest");
+    puzzlefs::extract::extract(
+        &oci,
+        &format!("l{top}"),
+        &dest,
+        &puzzlefs::progress::Progress::hidden(),
+    )
+    .unwrap();
+    assert_eq!(
+        fs::read(dest.join("n")).unwrap(),
+        top.to_string().as_bytes()
+    );
+}

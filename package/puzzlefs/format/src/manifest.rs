@@ -8,6 +8,11 @@ use crate::manifest_capnp::{rootfs, verity_data};
 use crate::metadata_capnp::blob_ref;
 use crate::{Digest, Error, Result, MANIFEST_VERSION};
 
+/// Most metadata layers an image may have: the kernel driver refuses to
+/// mount a manifest that lists more (each lookup may search every layer),
+/// and the builder refuses to add a delta layer past it.
+pub const MAX_LAYERS: usize = 256;
+
 /// A reference to (part of) a blob: its name, an offset into its
 /// (decompressed) contents, and whether it is stored zstd-compressed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

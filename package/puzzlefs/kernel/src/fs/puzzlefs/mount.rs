@@ -73,8 +73,8 @@ const MAX_MANIFEST_SIZE: usize = 16 << 20;
 /// directory, about 150 bytes an inode; the 48 MB Debian tree's is 0.2 MiB). It is also what
 /// one mount may cost in reading and hashing, in preemptible 1 MiB steps.
 const MAX_METADATA_TOTAL: usize = 256 << 20;
-/// Most metadata layers accepted.
-const MAX_LAYERS: usize = 256;
+/// Most metadata layers accepted (the builder adds none past it).
+const MAX_LAYERS: usize = puzzlefs_format::MAX_LAYERS;
 /// Bytes hashed between two `cond_resched()` calls.
 const HASH_STEP: usize = 1 << 20;
 
