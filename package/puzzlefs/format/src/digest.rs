@@ -59,12 +59,18 @@ impl HexDigest<'_> {
     /// The 64 lowercase hex digits, as bytes: for names built without the formatting
     /// machinery (the kernel driver builds a blob path at each blob it opens).
     pub fn digits(&self) -> [u8; 2 * DIGEST_LEN] {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        // `n` is a nibble (0..=15): always found.
+        fn digit(n: u8) -> u8 {
+            b"0123456789abcdef"
+                .get(usize::from(n))
+                .copied()
+                .unwrap_or(b'?')
+        }
         let mut out = [0u8; 2 * DIGEST_LEN];
         for (pair, byte) in out.chunks_exact_mut(2).zip(self.0.iter()) {
             if let [hi, lo] = pair {
-                *hi = DIGITS[usize::from(byte >> 4)];
-                *lo = DIGITS[usize::from(byte & 0xf)];
+                *hi = digit(byte >> 4);
+                *lo = digit(byte & 0xf);
             }
         }
         out
