@@ -1,14 +1,17 @@
 //! `puzzlefs build`: a source tree to an image in an OCI directory.
 //!
-//! 1. Scan the tree breadth-first, names of each directory sorted by bytes,
-//!    numbering inodes from 2 (root is 1) in that order; a hard link takes
-//!    the number of the first path met (the counter still advances, as the
-//!    other implementation does, so the same tree gets the same numbers).
-//! 2. Stream the contents of every regular file, in that same order, through
-//!    one FastCDC (2020) chunker; worker threads hash, compress and store the
-//!    chunks while the chunker reads on. A small file whose contents an
-//!    earlier file has shares that file's chunk pieces instead. At most a few chunks per worker are
-//!    in memory; every file is read once and must keep its size.
+//! 1. Scan the tree depth-first, names of each directory sorted by bytes,
+//!    numbering a directory's entries from 2 (root is 1) when it is visited,
+//!    as the other implementation does; a hard link takes the number of the
+//!    first path met (the counter still advances, so the same tree gets the
+//!    same numbers).
+//! 2. Stream the contents of every regular file through the chunker (see
+//!    [`Chunking`]): in the order a depth-first reader of the tree opens
+//!    them, or in inode order with [`Chunking::Stream`]; worker threads hash,
+//!    compress and store the chunks while the chunker reads on. A small file
+//!    whose contents an earlier file has shares that file's chunk pieces
+//!    instead. At most a few chunks per worker are in memory; every file is
+//!    read once and must keep its size.
 //! 3. Write the metadata layer, then the manifest, then sync, then point the
 //!    tag at the manifest in index.json, under the index lock (held for
 //!    that step only); a failure leaves index.json as it was.
@@ -144,6 +147,9 @@ struct SrcInode {
     name_at: usize,
     name_len: u8,
     stat: Stat,
+    /// The source's (device, inode number), which the chunker checks again
+    /// when it opens the file.
+    id: (u64, u64),
     /// Directory entries: `Scan::entries[entries_at..entries_at + entries_len]`.
     entries_at: usize,
     entries_len: u32,
@@ -162,6 +168,9 @@ struct Scan {
     inodes: Vec<SrcInode>,
     names: Vec<u8>,
     entries: Vec<SrcEntry>,
+    /// The regular files with contents, in the order they were streamed
+    /// (indices into `inodes`).
+    stream: Vec<usize>,
 }
 
 impl Scan {
@@ -276,7 +285,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     let (inodes, attrs, chunks) = std::thread::scope(|s| {
         let chunker =
             s.spawn(|| chunk_and_store(&oci, file_rx, opts.chunking, level, threads, progress));
-        let inodes = scan(rootfs, &base, &file_tx, progress);
+        let inodes = scan(rootfs, &base, &file_tx, opts.chunking, progress);
         drop(file_tx);
         let attrs = inodes
             .as_ref()
@@ -334,10 +343,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     {
         // Inode of each file, in stream order.
         let mut inos: Vec<u64> = Vec::with_capacity(maps.len());
-        let files = inodes
-            .iter()
-            .filter(|i| i.stat.is_file() && i.stat.size > 0);
-        for (k, i) in files.enumerate() {
+        for (k, i) in scan.stream.iter().map(|&idx| &inodes[idx]).enumerate() {
             let map = maps
                 .get(k)
                 .ok_or(Error::Internal("fewer files streamed than scanned"))?;
@@ -545,42 +551,94 @@ fn scan_base(layers: &[puzzlefs_format::Layer<'_>]) -> Result<Base> {
     Ok(base)
 }
 
-/// Scans the tree breadth-first and numbers the inodes.
+/// The state of a [`scan`]: the tree so far and the numbering.
+struct Scanner<'a> {
+    out: Scan,
+    base: &'a Base,
+    files: &'a mpsc::Sender<SrcFile>,
+    progress: &'a Progress,
+    chunking: Chunking,
+    delta: bool,
+    /// Inode of each (dev, ino) with more than one link, once met.
+    links: HashMap<(u64, u64), u64>,
+    claimed: HashSet<u64>,
+    counter: u64,
+    next_new: u64,
+}
+
+/// Scans the tree depth-first, numbering each directory's entries when it is
+/// visited (the other implementation's numbering, see `FORMAT.md`), and feeds
+/// the regular files to the chunker: in inode order with
+/// [`Chunking::Stream`] (the other implementation's stream), in the order a
+/// depth-first reader of the mounted tree opens them otherwise (`tar`,
+/// `cp -a`, `find`: each directory's entries in name order, a subdirectory's
+/// files before the entries after it), so that the small files packed into
+/// one chunk are read one after the other and the chunk once.
 fn scan(
     root: &Path,
     base: &Base,
     files: &mpsc::Sender<SrcFile>,
+    chunking: Chunking,
     progress: &Progress,
 ) -> Result<Scan> {
-    let delta = !base.paths.is_empty();
     let root_meta = fs::symlink_metadata(root).map_err(io_at(root))?;
-    let mut out = Scan {
-        root: root.to_owned(),
-        inodes: vec![SrcInode {
-            ino: 1,
-            parent: 0,
-            name_at: 0,
-            name_len: 0,
-            stat: Stat::of(&root_meta),
-            entries_at: 0,
-            entries_len: 0,
-        }],
-        names: Vec::new(),
-        entries: Vec::new(),
+    let mut s = Scanner {
+        out: Scan {
+            root: root.to_owned(),
+            inodes: vec![SrcInode {
+                ino: 1,
+                parent: 0,
+                name_at: 0,
+                name_len: 0,
+                stat: Stat::of(&root_meta),
+                id: (root_meta.dev(), root_meta.ino()),
+                entries_at: 0,
+                entries_len: 0,
+            }],
+            names: Vec::new(),
+            entries: Vec::new(),
+            stream: Vec::new(),
+        },
+        base,
+        files,
+        progress,
+        chunking,
+        delta: !base.paths.is_empty(),
+        links: HashMap::new(),
+        claimed: HashSet::from([1]),
+        counter: 2,
+        next_new: base.max_ino.max(1) + 1,
     };
-    let mut links: HashMap<(u64, u64), u64> = HashMap::new();
-    let mut claimed: HashSet<u64> = HashSet::from([1]);
-    let mut counter = 2u64;
-    let mut next_new = base.max_ino.max(1) + 1;
-    let mut qi = 0usize;
-    while qi < out.inodes.len() {
-        if !out.inodes[qi].stat.is_dir() {
-            qi += 1;
+    // The directories being walked, each as the range of its children in
+    // `out.inodes` not walked yet (hard links add no inode).
+    let mut stack = vec![s.visit(0)?];
+    while let Some(top) = stack.last_mut() {
+        let Some(idx) = top.next() else {
+            stack.pop();
             continue;
+        };
+        let stat = s.out.inodes[idx].stat;
+        if stat.is_dir() {
+            let children = s.visit(idx)?;
+            stack.push(children);
+        } else if s.chunking == Chunking::Files {
+            s.stream(idx);
         }
+    }
+    Ok(s.out)
+}
+
+impl Scanner<'_> {
+    /// Lists directory `qi`, sorted by name, and numbers its entries; returns
+    /// the indices of the inodes added for them.
+    fn visit(&mut self, qi: usize) -> Result<std::ops::Range<usize>> {
         let parent = u32::try_from(qi).map_err(|_| Error::TooManyInodes)?;
-        let dir = out.path(qi);
-        let rel = if delta { out.rel(qi) } else { Vec::new() };
+        let dir = self.out.path(qi);
+        let rel = if self.delta {
+            self.out.rel(qi)
+        } else {
+            Vec::new()
+        };
         // Each entry is stat'ed relative to the open directory (no walk of
         // the whole path), then the entries are sorted by name.
         // (name, stat, (dev, ino), nlink)
@@ -598,24 +656,25 @@ fn scan(
             ));
         }
         names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let entries_at = out.entries.len();
+        let entries_at = self.out.entries.len();
         let entries_len =
             u32::try_from(names.len()).map_err(|_| Error::TooManyEntries { path: dir.clone() })?;
+        let first = self.out.inodes.len();
         for (name, stat, key, nlink) in names {
-            let path = dir.join(std::ffi::OsStr::from_bytes(&name));
             let name_len = u8::try_from(name.len())
                 .ok()
                 .filter(|_| name.len() <= NAME_MAX && !name.contains(&0) && !name.contains(&b'/'));
             let Some(name_len) = name_len else {
+                let path = dir.join(std::ffi::OsStr::from_bytes(&name));
                 return Err(Error::NameTooLong { path });
             };
-            let name_at = out.names.len();
-            out.names.extend_from_slice(&name);
-            let counted = counter;
-            counter += 1;
+            let name_at = self.out.names.len();
+            self.out.names.extend_from_slice(&name);
+            let counted = self.counter;
+            self.counter += 1;
             if !stat.is_dir() && nlink > 1 {
-                if let Some(&ino) = links.get(&key) {
-                    out.entries.push(SrcEntry {
+                if let Some(&ino) = self.links.get(&key) {
+                    self.out.entries.push(SrcEntry {
                         name_at,
                         name_len,
                         ino,
@@ -623,64 +682,70 @@ fn scan(
                     continue;
                 }
             }
-            let ino = if delta {
+            let ino = if self.delta {
                 let mut crel = rel.clone();
                 crel.push(name.clone());
-                match base.paths.get(&crel) {
-                    Some(&b) if !claimed.contains(&b) => b,
+                match self.base.paths.get(&crel) {
+                    Some(&b) if !self.claimed.contains(&b) => b,
                     _ => {
-                        next_new += 1;
-                        next_new - 1
+                        self.next_new += 1;
+                        self.next_new - 1
                     }
                 }
             } else {
                 counted
             };
-            claimed.insert(ino);
+            self.claimed.insert(ino);
             if !stat.is_dir() && nlink > 1 {
-                links.insert(key, ino);
+                self.links.insert(key, ino);
             }
-            out.entries.push(SrcEntry {
+            self.out.entries.push(SrcEntry {
                 name_at,
                 name_len,
                 ino,
             });
             if stat.is_file() && stat.size > 0 {
-                progress.add_total(stat.size);
-                let rel_path = {
-                    let c = out.components(qi);
-                    let mut r = c.join(&b'/');
-                    if !r.is_empty() {
-                        r.push(b'/');
-                    }
-                    r.extend_from_slice(&name);
-                    r
-                };
-                // The chunker stops early only after an error of its own,
-                // which it reports; nothing to do here if it is gone.
-                let _ = files.send(SrcFile {
-                    path,
-                    size: stat.size,
-                    dev: key.0,
-                    ino: key.1,
-                    key: crate::chunks::path_key(&rel_path),
-                });
+                self.progress.add_total(stat.size);
             }
-            out.inodes.push(SrcInode {
+            self.out.inodes.push(SrcInode {
                 ino,
                 parent,
                 name_at,
                 name_len,
                 stat,
+                id: key,
                 entries_at: 0,
                 entries_len: 0,
             });
+            if self.chunking == Chunking::Stream {
+                self.stream(self.out.inodes.len() - 1);
+            }
         }
-        out.inodes[qi].entries_at = entries_at;
-        out.inodes[qi].entries_len = entries_len;
-        qi += 1;
+        self.out.inodes[qi].entries_at = entries_at;
+        self.out.inodes[qi].entries_len = entries_len;
+        Ok(first..self.out.inodes.len())
     }
-    Ok(out)
+
+    /// Feeds inode `idx` to the chunker if it is a regular file with
+    /// contents.
+    fn stream(&mut self, idx: usize) {
+        let i = &self.out.inodes[idx];
+        if !i.stat.is_file() || i.stat.size == 0 {
+            return;
+        }
+        let (size, (dev, ino)) = (i.stat.size, i.id);
+        let rel_path = self.out.components(idx).join(&b'/');
+        // The chunker stops early only after an error of its own, which it
+        // reports; nothing to do here if it is gone.
+        let _ = self.files.send(SrcFile {
+            path: self.out.path(idx),
+            size,
+            dev,
+            ino,
+            key: crate::chunks::path_key(&rel_path),
+        });
+        self.out.stream.push(idx);
+    }
 }
 
 /// What is read from a source inode besides its contents.
