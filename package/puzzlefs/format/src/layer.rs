@@ -71,13 +71,19 @@ impl<'m> Layer<'m> {
     /// [`Layer::find`], also returning the position of the inode in the layer
     /// (for [`Layer::inode_at`], so that a reader can keep where an inode is).
     pub fn find_pos(&self, ino: u64) -> Result<Option<(u32, Inode<'m>)>> {
+        Ok(self.search(ino)?.0)
+    }
+
+    /// Binary search: the inode and its position if the layer holds `ino`,
+    /// and the position of the first inode numbered `ino` or more.
+    fn search(&self, ino: u64) -> Result<(Option<(u32, Inode<'m>)>, u32)> {
         let (mut lo, mut hi) = (0u32, self.inodes.len());
         while lo < hi {
             let mid = crate::mid(lo, hi);
             let candidate = self.inode_at(mid)?;
             let at = candidate.ino();
             if at == ino {
-                return Ok(Some((mid, candidate)));
+                return Ok((Some((mid, candidate)), mid));
             }
             if at < ino {
                 lo = mid.checked_add(1).ok_or(Error::Overflow)?;
@@ -85,7 +91,42 @@ impl<'m> Layer<'m> {
                 hi = mid;
             }
         }
-        Ok(None)
+        Ok((None, lo))
+    }
+
+    /// [`Layer::find_pos`] for a caller that looks up runs of consecutive
+    /// inode numbers, such as the entries of a directory (which the builders
+    /// number one after the other): `hint` is where the search for the
+    /// previous number ended. If the inode just before `hint` is numbered
+    /// below `ino`, the one at `hint` decides (`ino` or, numbered above, not
+    /// in the layer): one or two reads instead of a binary search. Otherwise
+    /// it is a binary search. `hint` is then left past the inode found, or
+    /// where `ino` would be. In a sorted layer any `hint` gives the answer
+    /// [`Layer::find_pos`] gives; in one that is not, either may miss an
+    /// inode, and neither ever gives another one.
+    pub fn find_pos_hinted(&self, ino: u64, hint: &mut u32) -> Result<Option<(u32, Inode<'m>)>> {
+        let at = *hint;
+        let before = match at.checked_sub(1) {
+            None => Some(true),
+            Some(prev) => self.inodes.try_get(prev).map(|r| r.get_ino() < ino),
+        };
+        if before == Some(true) {
+            match self.inodes.try_get(at) {
+                Some(r) if r.get_ino() == ino => {
+                    *hint = at.saturating_add(1);
+                    return Ok(Some((at, Inode::new(r))));
+                }
+                Some(r) if r.get_ino() > ino => return Ok(None),
+                None if at == self.inodes.len() => return Ok(None),
+                _ => {}
+            }
+        }
+        let (found, lower) = self.search(ino)?;
+        *hint = match found {
+            Some((pos, _)) => pos.saturating_add(1),
+            None => lower,
+        };
+        Ok(found)
     }
 
     /// Whether inode numbers are strictly ascending (O(n)).
@@ -140,6 +181,29 @@ where
 {
     for layer in layers {
         if let Some(inode) = layer.find(ino)? {
+            if inode.kind()? == InodeKind::Wht {
+                return Err(Error::Whiteout(ino));
+            }
+            return Ok(inode);
+        }
+    }
+    Err(Error::InodeNotFound(ino))
+}
+
+/// [`find_inode`] with a hint per layer (see [`Layer::find_pos_hinted`]):
+/// `hints[i]` is layer `i`'s, for a caller that looks up runs of consecutive
+/// inode numbers. A layer past the end of `hints` is searched without one.
+pub fn find_inode_hinted<'m, I>(layers: I, ino: u64, hints: &mut [u32]) -> Result<Inode<'m>>
+where
+    I: IntoIterator<Item = Layer<'m>>,
+{
+    let mut hints = hints.iter_mut();
+    for layer in layers {
+        let found = match hints.next() {
+            Some(hint) => layer.find_pos_hinted(ino, hint)?.map(|(_, inode)| inode),
+            None => layer.find(ino)?,
+        };
+        if let Some(inode) = found {
             if inode.kind()? == InodeKind::Wht {
                 return Err(Error::Whiteout(ino));
             }
