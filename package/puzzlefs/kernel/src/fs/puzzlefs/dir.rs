@@ -106,6 +106,10 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
     };
     dir.super_block().data().with_layers(|blobs| {
         let d = blobs.find(dir_ino).and_then(|i| i.dir()).inode(dir_ino)?;
+        // Per layer, where the search for the last entry's inode ended: the builders number a
+        // directory's entries one after the other, so the next one is found there, without a
+        // binary search of the layer.
+        let mut hints = KVec::from_elem(0u32, blobs.count(), GFP_KERNEL)?;
         // A `Range` of indices, never a `RangeFrom`: it stops at the last entry instead of
         // stepping past `u32::MAX`.
         for index in start..d.len() {
@@ -133,7 +137,10 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
                 }
                 Err(e) => return Err(inode_error(dir_ino, e)),
             };
-            let kind = match blobs.find(entry.ino).and_then(|i| i.kind()) {
+            let kind = match blobs
+                .find_hinted(entry.ino, &mut hints)
+                .and_then(|i| i.kind())
+            {
                 Ok(kind) => kind,
                 Err(FormatError::Whiteout(_)) => {
                     emitter.skip();

@@ -94,6 +94,21 @@ impl<'a> Layers<'a> {
     pub(crate) fn find(&self, ino: u64) -> puzzlefs_format::Result<Inode<'a>> {
         find_inode(self.0.iter().copied(), ino)
     }
+
+    /// [`Layers::find`] for runs of consecutive inode numbers: `hints` holds, per layer, where
+    /// the previous search ended (see `find_inode_hinted`).
+    pub(crate) fn find_hinted(
+        &self,
+        ino: u64,
+        hints: &mut [u32],
+    ) -> puzzlefs_format::Result<Inode<'a>> {
+        puzzlefs_format::find_inode_hinted(self.0.iter().copied(), ino, hints)
+    }
+
+    /// The number of layers.
+    pub(crate) fn count(&self) -> usize {
+        self.0.len()
+    }
 }
 
 /// Per-mount data.
