@@ -12,6 +12,10 @@
 //! readahead window, the next small file stored in it) find it here. The cache holds at most
 //! [`SLOTS`] chunks and [`MAX_CACHE_BYTES`] bytes, least recently used out first.
 //!
+//! A chunk being read is marked as such (up to [`LOADING`] at a time): a second reader of it,
+//! such as the work item filling the next readahead window while the reader of this one reads
+//! the chunk they share, waits for the first instead of reading it again.
+//!
 //! Decompression runs outside the cache lock, so that readers of different chunks proceed in
 //! parallel; each takes a decompression context from a small per-mount pool (or makes one when
 //! all are busy) and gives it back afterwards, at most [`POOL`] being kept.
@@ -27,7 +31,7 @@ use kernel::page::PAGE_SIZE;
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::shrinker::Shrink;
-use kernel::sync::{new_mutex, Arc, Mutex};
+use kernel::sync::{new_condvar, new_mutex, Arc, CondVar, Mutex};
 use kernel::zstd::Decompressor;
 use puzzlefs_format::{Digest, HexDigest};
 
@@ -42,6 +46,8 @@ const SLOTS: usize = 32;
 const MAX_CACHE_BYTES: usize = 8 << 20;
 /// Idle decompression contexts kept per mount (a context is ~100 KiB of workspace).
 const POOL: usize = 4;
+/// Chunks marked as being read at a time (more are read unmarked: possibly twice).
+const LOADING: usize = 8;
 
 struct Slot {
     digest: Digest,
@@ -55,6 +61,9 @@ struct Slot {
 pub(crate) struct DecompressedChunks {
     #[pin]
     cache: Mutex<ChunkCache>,
+    /// Signalled when a chunk marked as being read is no longer.
+    #[pin]
+    loaded: CondVar,
 }
 
 impl DecompressedChunks {
@@ -62,6 +71,7 @@ impl DecompressedChunks {
     pub(crate) fn new() -> impl PinInit<Self> {
         pin_init!(Self {
             cache <- ChunkCache::new(),
+            loaded <- new_condvar!("DecompressedChunks::loaded"),
         })
     }
 }
@@ -89,6 +99,8 @@ struct ChunkCache {
     clock: u64,
     /// Idle decompression contexts, made on demand and reused.
     idle: [Option<Decompressor>; POOL],
+    /// Chunks being read (by digest and compression), not yet in `slots`.
+    loading: [Option<(Digest, bool)>; LOADING],
 }
 
 impl ChunkCache {
@@ -99,7 +111,29 @@ impl ChunkCache {
             bytes: 0,
             clock: 0,
             idle: [const { None }; POOL],
+            loading: [const { None }; LOADING],
         })
+    }
+
+    fn is_loading(&self, key: &(Digest, bool)) -> bool {
+        self.loading.iter().flatten().any(|k| k == key)
+    }
+
+    /// Marks chunk `key` as being read; `false` if too many are.
+    fn mark_loading(&mut self, key: &(Digest, bool)) -> bool {
+        match self.loading.iter_mut().find(|k| k.is_none()) {
+            Some(free) => {
+                *free = Some(*key);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn unmark_loading(&mut self, key: &(Digest, bool)) {
+        if let Some(k) = self.loading.iter_mut().find(|k| k.as_ref() == Some(key)) {
+            *k = None;
+        }
     }
 
     fn take_decompressor(&mut self) -> Option<Decompressor> {
@@ -191,10 +225,55 @@ pub(crate) enum Whole {
 /// Returns chunk blob `digest` read whole: its decompressed contents if `compressed`, its
 /// bytes otherwise (or [`Whole::Ranged`], if it is too large to read whole).
 pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) -> Result<Whole> {
-    let chunks = &info.chunks().cache;
-    if let Some(data) = chunks.lock().get(digest, compressed) {
-        return Ok(Whole::Bytes(data));
+    let chunks = info.chunks();
+    let key = (*digest, compressed);
+    let mut cache = chunks.cache.lock();
+    let marked = loop {
+        if let Some(data) = cache.get(digest, compressed) {
+            return Ok(Whole::Bytes(data));
+        }
+        if !cache.is_loading(&key) {
+            break cache.mark_loading(&key);
+        }
+        // Another reader is reading it: wait for that read (then it is cached, or that
+        // reader failed and this one tries).
+        chunks.loaded.wait(&mut cache);
+    };
+    drop(cache);
+    let read = read_whole(info, &chunks.cache, ino, digest, compressed);
+    let mut cache = chunks.cache.lock();
+    if marked {
+        cache.unmark_loading(&key);
     }
+    let result = match read {
+        Ok(Whole::Bytes(data)) => {
+            // Another reader may have read the same chunk meanwhile (unmarked): keep one copy.
+            match cache.get(digest, compressed) {
+                Some(cached) => Ok(Whole::Bytes(cached)),
+                None => {
+                    cache.insert(digest, compressed, &data);
+                    Ok(Whole::Bytes(data))
+                }
+            }
+        }
+        other => other,
+    };
+    drop(cache);
+    if marked {
+        chunks.loaded.notify_all();
+    }
+    result
+}
+
+/// Reads chunk blob `digest` whole, decompressing it if `compressed` (see [`chunk`]), outside
+/// the cache lock.
+fn read_whole(
+    info: &Info,
+    chunks: &Mutex<ChunkCache>,
+    ino: u64,
+    digest: &Digest,
+    compressed: bool,
+) -> Result<Whole> {
     let hex = HexDigest(digest);
     let file = info.open_blob(digest).map_err(|e| {
         pr_err_ratelimited!("inode {}: cannot open chunk blob {}: {:?}\n", ino, hex, e);
@@ -221,14 +300,7 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) ->
         src
     };
     // Allocated before taking the lock (see the module docs).
-    let data = Arc::new(data, GFP_KERNEL)?;
-    let mut cache = chunks.lock();
-    // Another reader may have read the same chunk meanwhile: keep one copy.
-    if let Some(cached) = cache.get(digest, compressed) {
-        return Ok(Whole::Bytes(cached));
-    }
-    cache.insert(digest, compressed, &data);
-    Ok(Whole::Bytes(data))
+    Ok(Whole::Bytes(Arc::new(data, GFP_KERNEL)?))
 }
 
 /// Decompresses `src`, the zstd frame of chunk blob `digest`, with a context of the pool.
