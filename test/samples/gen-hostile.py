@@ -421,6 +421,24 @@ c.done(c.mdigest, "mount=" + ELOOP, "the blobs directory is a symlink (to the ri
 c = Case("layer-listed-256")
 c.done(c.manifest_layers([bytes.fromhex(c.ldigest)] * 256), "mount=" + EUCLEAN,
        "one metadata blob listed as all 256 layers (256 x its size)")
+# The layer-count bound at its edge: 256 distinct layers mount (each a copy of
+# the layer with the root's uid changed, the unchanged one on top); a 257th is
+# refused from the count, before any blob is opened (the 256 names it adds
+# exist nowhere: opening one would be ENOENT).
+c = Case("layer-count-256")
+names = [bytes.fromhex(c.ldigest)]
+for j in range(1, 256):
+    m = bytearray(c.layer.m.b)
+    struct.pack_into("<I", m, c.layer.by_ino(1).pos + 12, j)
+    names.append(bytes.fromhex(c.store(bytes(m))))
+fm = c.layer.lookup("file-multi")
+c.done(c.manifest_layers(names), "data=file-multi=" + hashlib.sha256(content_from(c, fm)).hexdigest(),
+       "256 distinct metadata layers, the most a mount accepts")
+c = Case("layer-count-257")
+names = [bytes.fromhex(c.ldigest)]
+names += [hashlib.sha256(b"layer-count-257 %d" % j).digest() for j in range(256)]
+c.done(c.manifest_layers(names), "mount=" + EUCLEAN,
+       "257 metadata layers, one more than a mount accepts, refused before any is opened")
 c = Case("layer-listed-twice")
 c.done(c.manifest_layers([bytes.fromhex(c.ldigest)] * 2), "mount=" + EUCLEAN,
        "one metadata blob listed as two layers")
