@@ -1,5 +1,6 @@
 //! The data path of a build: the contents of all regular files, one after
-//! the other in inode order, form one stream cut by FastCDC (2020); worker
+//! the other in the order the scan sends them (see [`Chunking`]), form one
+//! stream cut by FastCDC (2020); worker
 //! threads compress, hash and store the chunks while the stream is read on.
 //!
 //! A reader thread reads the files straight into blocks of [`BLOCK_SIZE`]
@@ -77,15 +78,17 @@ pub enum Chunking {
     /// Each file of at least [`SMALL_MAX`] bytes is cut by FastCDC on its
     /// own, its last chunk ending with it (a file or a rest of at most
     /// [`MAX_CHUNK`] bytes is one chunk), so that an unchanged file keeps
-    /// its chunks whatever changed around it. Smaller files are packed in
-    /// scan order into chunks of at most [`PACK_MAX`] bytes, ending after a
+    /// its chunks whatever changed around it. Smaller files are packed, in
+    /// the order a depth-first reader of the tree opens them, into chunks of
+    /// at most [`PACK_MAX`] bytes, ending after a
     /// file chosen by its path (not its contents), so that a changed,
     /// added or removed file changes its own pack and no other. zstd frames
     /// record their content size.
     #[default]
     Files,
-    /// The contents of all files as one FastCDC stream, zstd frames without
-    /// content size: the other implementation's images, byte for byte.
+    /// The contents of all files, in inode order, as one FastCDC stream,
+    /// zstd frames without content size: the other implementation's images,
+    /// byte for byte.
     Stream,
 }
 

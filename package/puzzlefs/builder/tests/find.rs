@@ -19,16 +19,6 @@ fn rec(ino: u64, kind: Kind) -> InodeRec {
     }
 }
 
-/// A layer holding `inos` in that order: whiteouts where `wht` says so,
-/// fifos elsewhere (each inode's kind tells which layer answered).
-fn layer_bytes(inos: &[u64], wht: impl Fn(u64) -> bool) -> Aligned {
-    let recs: Vec<InodeRec> = inos
-        .iter()
-        .map(|&i| rec(i, if wht(i) { Kind::Wht } else { Kind::Fifo }))
-        .collect();
-    Aligned::copy_from(&encode_layer(&recs))
-}
-
 /// What a reader must answer: the first layer that holds `ino` (by a scan
 /// of every inode) decides; `None` for no layer, `Some(None)` for a
 /// whiteout, `Some(Some(layer))` for an inode.
@@ -72,7 +62,14 @@ fn layers_of(sets: &[Vec<u64>], whts: &[Vec<u64>]) -> Vec<Aligned> {
             let recs: Vec<InodeRec> = inos
                 .iter()
                 .map(|&n| {
-                    let mut r = rec(n, if w.contains(&n) { Kind::Wht } else { Kind::Fifo });
+                    let mut r = rec(
+                        n,
+                        if w.contains(&n) {
+                            Kind::Wht
+                        } else {
+                            Kind::Fifo
+                        },
+                    );
                     r.permissions = i as u16;
                     r
                 })
@@ -93,7 +90,10 @@ fn hinted_lookups_agree_with_a_scan_of_sorted_layers() {
     ];
     let whts: Vec<Vec<u64>> = vec![vec![], (5..=120).step_by(9).collect(), vec![]];
     let bufs = layers_of(&sets, &whts);
-    let blobs: Vec<MetadataBlob<'_>> = bufs.iter().map(|b| MetadataBlob::parse(b).unwrap()).collect();
+    let blobs: Vec<MetadataBlob<'_>> = bufs
+        .iter()
+        .map(|b| MetadataBlob::parse(b).unwrap())
+        .collect();
     let views: Vec<Layer<'_>> = blobs.iter().map(|b| b.layer().unwrap()).collect();
     let max = 302u64;
     let expect = |ino: u64| oracle(&sets, &whts, ino).map(|o| o.map(|l| l as u16));
@@ -123,11 +123,11 @@ fn hinted_lookups_agree_with_a_scan_of_sorted_layers() {
 
     // A hint left right before each inode of a run finds it in place and
     // moves past it.
-    let mut hints = vec![0u32; 1];
+    let mut hint = 0u32;
     for (pos, &ino) in sets[2].iter().enumerate() {
-        let found = views[2].find_pos_hinted(ino, &mut hints[0]).unwrap();
+        let found = views[2].find_pos_hinted(ino, &mut hint).unwrap();
         assert_eq!(found.map(|(p, i)| (p, i.ino())), Some((pos as u32, ino)));
-        assert_eq!(hints[0], pos as u32 + 1);
+        assert_eq!(hint, pos as u32 + 1);
     }
 }
 
@@ -136,8 +136,8 @@ fn hinted_lookups_in_an_unsorted_layer_never_return_another_inode() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     // A hostile layer: numbers out of order, repeated, and huge.
     let inos: Vec<u64> = vec![9, 3, 3, 50, 7, 1, u64::MAX, 2, 40, 8, 0, 41];
-    let buf = layer_bytes(&inos, |_| false);
-    let blob = MetadataBlob::parse(&buf).unwrap();
+    let bufs = layers_of(std::slice::from_ref(&inos), &[vec![]]);
+    let blob = MetadataBlob::parse(&bufs[0]).unwrap();
     let layer = blob.layer().unwrap();
     for _ in 0..5000 {
         let ino = match rng.next() % 4 {
