@@ -100,6 +100,7 @@ bench() {
 		while [ "$rep" -le "$REPS" ]; do
 			[ "$mode" = cold ] && drop
 			s0=$(iost)
+			echo "@@T"
 			if r=$($PZB "$@" 2>&1); then :; else r="error=$(echo "$r" | tr ' \n' '__')"; fi
 			s1=$(iost)
 			io=$(iodelta "$s0" "$s1")
@@ -150,6 +151,7 @@ if want versions; then
 			drop
 			s0=$(iost)
 			sums="0 0 0 0"
+			echo "@@T"
 			for v in 1 2 3; do
 				[ "$ok" = 1 ] || break
 				r=$($PZB readall /b/v$v/) || { ok=0; break; }
@@ -184,6 +186,7 @@ for n in 10 10k 100k; do
 		rep=1
 		while [ "$rep" -le "$REPS" ]; do
 			[ "$mode" = cold ] && drop
+			echo "@@T"
 			r=$($PZB mount none /b/mt puzzlefs "$(pzopts pz-m$n)" 2>&1) || r="error=$(echo "$r" | tr ' \n' '__')"
 			echo "@@R label=$LABEL fs=$fs wl=mount$n mode=$mode rep=$rep $r"
 			umount /b/mt 2>/dev/null

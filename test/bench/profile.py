@@ -16,7 +16,10 @@ the guest but the module's symbols, which guest.sh prints (@@SYM lines).
       stack scan, so it also counts stale return addresses)
 
 Each sample is tagged with the number of @@R lines printed before it, i.e.
-the run it belongs to (with the drop_caches and setup before that run).
+the run it belongs to, and whether that run's "@@T" line (printed right
+before the timed command) was printed yet: the samples before it (the
+drop_caches of a cold run, mounts, the shell) are reported apart, as one
+"setup" group, so that a run's profile shows what its timing measured.
 Stopping the guest slows it: a profiled run's timings are not figures.
 """
 import bisect
@@ -139,7 +142,7 @@ def sample(port, log, out):
         if "@@bench-end@@" in text(log):
             break
         time.sleep(0.2)
-    rows, run, n, lost = [], 0, 0, 0
+    rows, run, n, lost = [], "0s", 0, 0
     while True:
         n += 1
         try:
@@ -160,7 +163,9 @@ def sample(port, log, out):
         time.sleep(0.002)
         if n % 20 == 0:
             t = text(log)
-            run = t.count("@@R ")
+            # Inside a timed run once its "@@T" is printed, until its "@@R".
+            done = t.count("@@R ")
+            run = done if t.count("@@T") > done else f"{done}s"
             if "@@bench-end@@" in t:
                 break
     with open(out, "w") as f:
@@ -203,8 +208,11 @@ def report(log, samples, system_map, out):
     with open(samples) as f:
         for line in f:
             p = line.split()
-            run = int(p[0])
-            g = groups[runs[run] if run < len(runs) else "after the last run"]
+            # "<n>s": before run n was timed (drop_caches, mounts, the shell).
+            setup = p[0].endswith("s")
+            run = int(p[0].rstrip("s"))
+            key = runs[run] if run < len(runs) else "after the last run"
+            g = groups["setup (drop_caches, mounts) of every run" if setup else key]
             g[0] += 1
             pc = int(p[1], 16)
             s = name(pc) or "?"
