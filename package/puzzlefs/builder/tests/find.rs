@@ -158,6 +158,26 @@ fn hinted_lookups_in_an_unsorted_layer_never_return_another_inode() {
     }
 }
 
+/// The kind as the generated `which()` reads it, following the member's
+/// pointer (what `Inode::kind` did before it read the discriminant only).
+fn kind_by_which(
+    i: &puzzlefs::format::Inode<'_>,
+) -> puzzlefs::format::Result<puzzlefs::format::InodeKind> {
+    use puzzlefs::format::metadata_capnp::inode::mode::Which;
+    use puzzlefs::format::InodeKind;
+    Ok(match i.raw().get_mode().which()? {
+        Which::Unknown(()) => InodeKind::Unknown,
+        Which::Fifo(()) => InodeKind::Fifo,
+        Which::Chr(_) => InodeKind::Chr,
+        Which::Dir(_) => InodeKind::Dir,
+        Which::Blk(_) => InodeKind::Blk,
+        Which::File(_) => InodeKind::File,
+        Which::Lnk(()) => InodeKind::Lnk,
+        Which::Sock(()) => InodeKind::Sock,
+        Which::Wht(()) => InodeKind::Wht,
+    })
+}
+
 #[test]
 fn the_kind_read_from_the_discriminant_is_the_kind_which_reads() {
     use puzzlefs::format::{BlobRef, InodeKind};
@@ -231,7 +251,7 @@ fn the_kind_read_from_the_discriminant_is_the_kind_which_reads() {
                 continue;
             };
             for i in l.inodes() {
-                let (a, b) = (i.kind(), i.kind_by_which());
+                let (a, b) = (i.kind(), kind_by_which(&i));
                 match (&a, &b) {
                     (Ok(x), Ok(y)) => assert_eq!(x, y, "byte {at} = {v}"),
                     (Err(Error::NotInSchema(x)), Err(Error::NotInSchema(y))) => {

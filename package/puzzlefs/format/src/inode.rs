@@ -118,24 +118,6 @@ impl<'m> Inode<'m> {
         })
     }
 
-    /// [`Inode::kind`] as the generated `which()` reads it (what the tests
-    /// check [`Inode::kind`] against).
-    #[doc(hidden)]
-    pub fn kind_by_which(&self) -> Result<InodeKind> {
-        use inode::mode::Which;
-        Ok(match self.r.get_mode().which()? {
-            Which::Unknown(()) => InodeKind::Unknown,
-            Which::Fifo(()) => InodeKind::Fifo,
-            Which::Chr(_) => InodeKind::Chr,
-            Which::Dir(_) => InodeKind::Dir,
-            Which::Blk(_) => InodeKind::Blk,
-            Which::File(_) => InodeKind::File,
-            Which::Lnk(()) => InodeKind::Lnk,
-            Which::Sock(()) => InodeKind::Sock,
-            Which::Wht(()) => InodeKind::Wht,
-        })
-    }
-
     /// `st_mode`: file type bits and permission bits.
     pub fn mode(&self) -> Result<u32> {
         Ok(self.kind()?.file_type_bits() | u32::from(self.permissions()))

@@ -179,15 +179,7 @@ pub fn find_inode<'m, I>(layers: I, ino: u64) -> Result<Inode<'m>>
 where
     I: IntoIterator<Item = Layer<'m>>,
 {
-    for layer in layers {
-        if let Some(inode) = layer.find(ino)? {
-            if inode.kind()? == InodeKind::Wht {
-                return Err(Error::Whiteout(ino));
-            }
-            return Ok(inode);
-        }
-    }
-    Err(Error::InodeNotFound(ino))
+    find_inode_hinted(layers, ino, &mut [])
 }
 
 /// [`find_inode`] with a hint per layer (see [`Layer::find_pos_hinted`]):
