@@ -77,6 +77,17 @@ impl<'m> Layer<'m> {
     /// Binary search: the inode and its position if the layer holds `ino`,
     /// and the position of the first inode numbered `ino` or more.
     fn search(&self, ino: u64) -> Result<(Option<(u32, Inode<'m>)>, u32)> {
+        // The builders number a layer's inodes one after the other from its first (the base
+        // layer from 1 without gaps): first try where `ino` is if this layer is numbered so.
+        let first = self.inodes.try_get(0).map(|r| r.get_ino());
+        let guess = first
+            .and_then(|first| ino.checked_sub(first))
+            .and_then(|d| u32::try_from(d).ok());
+        if let Some((at, r)) = guess.and_then(|at| Some((at, self.inodes.try_get(at)?))) {
+            if r.get_ino() == ino {
+                return Ok((Some((at, Inode::new(r))), at));
+            }
+        }
         let (mut lo, mut hi) = (0u32, self.inodes.len());
         while lo < hi {
             let mid = crate::mid(lo, hi);
