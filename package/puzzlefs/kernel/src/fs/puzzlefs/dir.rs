@@ -71,13 +71,20 @@ pub(crate) fn lookup(parent: &INode<PuzzleFs>, name: &[u8]) -> Result<Option<INo
     let Extra::Dir(order) = &data.extra else {
         return Err(ENOTDIR);
     };
-    if let DirOrder::Damaged = order {
-        pr_err_ratelimited!("inode {}: directory with an unreadable name\n", dir_ino);
-        return Err(EUCLEAN);
-    }
     let ino = sb.data().with_inode(dir_ino, data.layer, data.pos, |i| {
         let dir = i.dir().inode(dir_ino)?;
-        search(&dir, order, name).inode(dir_ino)
+        let order = order.get(&dir)?;
+        match &*order {
+            DirOrder::Damaged => {
+                pr_err_ratelimited!("inode {}: directory with an unreadable name\n", dir_ino);
+                Err(EUCLEAN)
+            }
+            DirOrder::TooLarge => {
+                pr_err_ratelimited!("inode {}: unsorted directory too large\n", dir_ino);
+                Err(EUCLEAN)
+            }
+            order => search(&dir, order, name).inode(dir_ino),
+        }
     })?;
     let Some(ino) = ino else {
         return Ok(None);

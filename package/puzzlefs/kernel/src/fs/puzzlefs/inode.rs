@@ -12,6 +12,7 @@ use kernel::fs::{
 };
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
 use puzzlefs_format::{Dir, Error as FormatError, Inode, InodeKind};
 
 /// One file offset of a chunk start is kept per this many chunks ([`InodeData`]).
@@ -25,11 +26,45 @@ pub(crate) enum DirOrder {
     Sorted,
     /// Stored unsorted (the other implementation writes whiteout entries first in the
     /// directories of a delta layer): entry indices in name order (ties in stored order),
-    /// built once when the inode is made.
+    /// built at the first lookup.
     Index(KVVec<u32>),
     /// The entry list or a name could not be read when the order was checked: lookups fail
     /// with `EUCLEAN` (readdir still lists what it can).
     Damaged,
+    /// Unsorted and larger than `MAX_UNSORTED_ENTRIES`: lookups fail with `EUCLEAN`.
+    TooLarge,
+}
+
+/// A directory's [`DirOrder`], checked at its first lookup rather than when the inode is made:
+/// the check reads every name, which a mount (of a large root) or a `stat` should not pay for,
+/// and readdir does not need. The answer, failures included, is kept, so that each directory
+/// is checked once.
+pub(crate) struct LazyOrder(Arc<Mutex<Option<Arc<DirOrder>>>>);
+
+impl LazyOrder {
+    fn new() -> Result<Self> {
+        Ok(LazyOrder(Arc::pin_init(new_mutex!(None), GFP_KERNEL)?))
+    }
+
+    /// The order of `dir` (the directory this was made for), checked now if it was not yet.
+    /// Concurrent first lookups wait for one check.
+    pub(crate) fn get(&self, dir: &Dir<'_>) -> Result<Arc<DirOrder>> {
+        let mut order = self.0.lock();
+        if let Some(order) = &*order {
+            return Ok(order.clone());
+        }
+        let checked = Arc::new(dir_order(dir)?, GFP_KERNEL)?;
+        *order = Some(checked.clone());
+        Ok(checked)
+    }
+
+    /// The order of a directory whose entry list cannot be read.
+    fn damaged() -> Result<Self> {
+        Ok(LazyOrder(Arc::pin_init(
+            new_mutex!(Some(Arc::new(DirOrder::Damaged, GFP_KERNEL)?)),
+            GFP_KERNEL,
+        )?))
+    }
 }
 
 /// What an inode's operations need beyond the VFS inode, found once when the inode is made.
@@ -38,7 +73,7 @@ pub(crate) enum Extra {
     /// folio is a binary search plus fewer than `CHUNK_STRIDE` chunk steps.
     File { starts: KVVec<u64> },
     /// Directory.
-    Dir(DirOrder),
+    Dir(LazyOrder),
     /// Anything else.
     Other,
 }
@@ -95,7 +130,7 @@ fn dir_order(dir: &Dir<'_>) -> Result<DirOrder> {
             n,
             MAX_UNSORTED_ENTRIES
         );
-        return Err(EUCLEAN);
+        return Ok(DirOrder::TooLarge);
     }
     let mut names = KVVec::with_capacity(n as usize, GFP_KERNEL)?;
     for i in 0..n {
@@ -119,11 +154,11 @@ fn inode_data(layer: u32, pos: u32, inode: &Inode<'_>) -> Result<InodeData> {
         InodeKind::File => Extra::File {
             starts: chunk_starts(inode)?,
         },
-        // A directory whose entry list cannot be read is still made (as before this check
-        // existed): readdir and lookups then report the damage.
+        // A directory whose entry list cannot be read is still made: readdir and lookups then
+        // report the damage.
         InodeKind::Dir => Extra::Dir(match inode.dir() {
-            Ok(dir) => dir_order(&dir)?,
-            Err(_) => DirOrder::Damaged,
+            Ok(_) => LazyOrder::new()?,
+            Err(_) => LazyOrder::damaged()?,
         }),
         _ => Extra::Other,
     };
