@@ -42,6 +42,8 @@
 #                     build's kernel + module in the same run (same bench disk,
 #                     puzzlefs file systems only); its figures appear as
 #                     "puzzlefs (prev)" columns (BENCH_PREV_LABEL names them)
+#   BENCH_RA_KB=<n>   set read_ahead_kb of every puzzlefs mount to n (the
+#                     driver's own window otherwise), to compare windows
 #   BENCH_LABEL=cur   name of this build in the JSON, BENCH_OUT=$O/bench
 #   BENCH_PROFILE=1   also profile this build's boot (test/bench/profile.py,
 #                     through QEMU's gdb stub): $OUT/profile.md, per workload
@@ -256,6 +258,7 @@ boot() {
 		echo "TIMEOUT_S=$TIMEOUT_S"
 		echo "NEG_LOOKUPS=$NEG_LOOKUPS POS_LOOKUPS=$POS_LOOKUPS RAND_READS=$RAND_READS"
 		echo "PROFILE=$profile"
+		echo "RA_KB=${BENCH_RA_KB:-}"
 	} >"$tools/params.sh"
 	rm -f "$OUT/tools.ext4"
 	mkfs.ext4 -q -F -t ext4 -L pztools -E root_owner=0:0 -d "$tools" "$OUT/tools.ext4" 16M

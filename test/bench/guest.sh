@@ -118,6 +118,13 @@ for fs in $FS; do
 	t0=$(date +%s)
 	mnt "$fs" $m || { echo "@@R label=$LABEL fs=$fs wl=mount-tree mode=cold rep=1 error=mount_failed"; continue; }
 	say "fs $fs mounted in $(($(date +%s) - t0)) s"
+	# BENCH_RA_KB: the readahead window of puzzlefs mounts (their bdi is
+	# puzzlefs-<n>; the mount of the previous file system is gone).
+	if [ -n "${RA_KB:-}" ]; then
+		for b in /sys/class/bdi/puzzlefs-*/read_ahead_kb; do
+			[ -f "$b" ] && echo "$RA_KB" >"$b" && say "$b: $(cat "$b")"
+		done
+	fi
 	bench readall readall $m/debian
 	bench stat stat $m/debian
 	bench seq32 seq $m/big/32M.bin

@@ -77,6 +77,11 @@ const MAX_METADATA_TOTAL: usize = 256 << 20;
 const MAX_LAYERS: usize = puzzlefs_format::MAX_LAYERS;
 /// Bytes hashed between two `cond_resched()` calls.
 const HASH_STEP: usize = 1 << 20;
+/// Largest readahead window. Filling a window waits for its chunk reads (64 KiB chunks on
+/// average), one after the other: a window of several chunks lets the work item filling the
+/// next window read while the reader copies this one (`make bench`: a 128 MiB file reads in
+/// 0.75 of the time 128 KiB windows take; 2 and 4 MiB gain nothing more).
+const READ_AHEAD: usize = 1 << 20;
 
 /// The mount options.
 #[derive(Default)]
@@ -376,7 +381,7 @@ pub(crate) fn fill_super(
             format_args!("missing option image_manifest=<sha256 of the image manifest>"),
         ));
     };
-    sb.set_magic(PUZZLEFS_MAGIC);
+    sb.set_magic(PUZZLEFS_MAGIC).set_read_ahead(READ_AHEAD);
 
     let mount = PrivateMount::new(&dir).map_err(|e| {
         error(

@@ -459,8 +459,9 @@ impl<T: FileSystem> Tables<T> {
             // SAFETY: The super block is new and exclusively ours (see above).
             to_result(unsafe { bindings::super_setup_bdi(sb_ptr) })?;
 
-            // SAFETY: The super block is being initialised (see above) and its `s_fs_info` is
-            // still null, which is what `SuperBlock<T, New>` requires.
+            // SAFETY: The super block is being initialised (see above), its `s_fs_info` is
+            // still null and its bdi its own (just set up), which is what
+            // `SuperBlock<T, New>` requires.
             let new_sb = unsafe { SuperBlock::<T, New>::from_raw_mut(sb_ptr) };
             // SAFETY: `fc` is valid, and its operations are ours, so `fs_private` holds the
             // options; `get_tree` is not called concurrently with other configuration calls.

@@ -16,6 +16,7 @@ use crate::bindings;
 use crate::prelude::*;
 use crate::types::{ForeignOwnable, Opaque};
 use core::marker::PhantomData;
+use core::ptr;
 
 /// Deepest stacking of file systems that read files of other file systems
 /// (`FILESYSTEM_MAX_STACK_DEPTH`); see [`SuperBlock::stack_on`].
@@ -34,7 +35,7 @@ pub struct Ready;
 /// The wrapped super block is valid and belongs to file system type `T`. In state [`Ready`],
 /// its `s_fs_info` holds a `KBox<T::Data>` made by `fill_super`, which lives until the super
 /// block is killed. In state [`New`], the super block is exclusively owned by the caller of
-/// `fill_super`.
+/// `fill_super`, and its `s_bdi` is its own (`super_setup_bdi`).
 #[repr(transparent)]
 pub struct SuperBlock<T: FileSystem, S = Ready>(Opaque<bindings::super_block>, PhantomData<(T, S)>);
 
@@ -61,8 +62,9 @@ impl<T: FileSystem> SuperBlock<T, New> {
     ///
     /// # Safety
     ///
-    /// `ptr` must be a valid super block of type `T` with a null `s_fs_info`, exclusively owned
-    /// by the caller for `'a`.
+    /// `ptr` must be a valid super block of type `T` with a null `s_fs_info` and a
+    /// `backing_dev_info` of its own (`super_setup_bdi`), exclusively owned by the caller for
+    /// `'a`.
     pub(crate) unsafe fn from_raw_mut<'a>(ptr: *mut bindings::super_block) -> &'a mut Self {
         // SAFETY: `SuperBlock` is a transparent wrapper; the rest is guaranteed by the caller.
         unsafe { &mut *ptr.cast() }
@@ -72,6 +74,23 @@ impl<T: FileSystem> SuperBlock<T, New> {
     pub fn set_magic(&mut self, magic: u32) -> &mut Self {
         // SAFETY: The super block is exclusively ours while it is being set up.
         unsafe { (*self.0.get()).s_magic = magic as _ };
+        self
+    }
+
+    /// Sets the largest readahead window of the file system's files, in bytes (whole pages,
+    /// at least one). Without it, it is `VM_READAHEAD_PAGES` (128 KiB), as for any
+    /// `backing_dev_info` of its own. Users can still change it through
+    /// /sys/class/bdi/<name>/read_ahead_kb.
+    pub fn set_read_ahead(&mut self, bytes: usize) -> &mut Self {
+        let pages = (bytes / bindings::PAGE_SIZE).max(1);
+        // SAFETY: The super block is exclusively ours while it is being set up, and its
+        // `s_bdi` is its own (type invariant), valid while the super block is. That bdi is
+        // already in sysfs, whose `read_ahead_kb` writes `ra_pages` without a lock, as the
+        // readahead code reads it: one volatile write (`WRITE_ONCE`).
+        unsafe {
+            let bdi = (*self.0.get()).s_bdi;
+            ptr::write_volatile(ptr::addr_of_mut!((*bdi).ra_pages), pages as _);
+        }
         self
     }
 
