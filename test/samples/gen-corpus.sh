@@ -156,6 +156,40 @@ mkdir -p "$T/flat"
 (cd "$T/flat" && for i in $(seq -w 0 19999); do printf '%s\n' "$i" >"f$i"; done)
 printf 'outside\n' >"$T/other"
 
+# ------------------------------------------------------------------ hugedir
+# One directory of 100,000 entries (the size issue 12 measures lookups in):
+# names of 1 to 255 bytes, created in no name order, mostly empty files, every
+# 97th file with content, every 101st entry a symbolic link to another name,
+# every 1,000th a directory holding one file: readdir, lookups and reads of
+# all of them through the driver (case 51).
+T=$OUT/trees/hugedir
+mkdir -p "$T/d"
+python3 - "$T/d" <<'EOF'
+import os, random, sys
+d = sys.argv[1]
+r = random.Random(100000)
+chars = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-+,=@~"
+names = []
+for i in range(100000):
+    # Unique by the number they start with; padded to a random length.
+    base = "%x" % (i * 2654435761 % (1 << 32))
+    n = r.choice((1, 2, 8, 8, 16, 16, 32, 64, 255))
+    pad = "".join(r.choice(chars) for _ in range(n - len(base) - 1))
+    names.append(base + "-" + pad if n > len(base) + 1 else base)
+for i, name in enumerate(names):
+    p = os.path.join(d, name)
+    if i % 1000 == 999:
+        os.mkdir(p)
+        with open(os.path.join(p, "in"), "w") as f:
+            f.write("%d\n" % i)
+    elif i % 101 == 100:
+        os.symlink(names[(i * 7) % len(names)], p)
+    else:
+        with open(p, "w") as f:
+            if i % 97 == 0:
+                f.write("entry %d\n" % i)
+EOF
+
 # ------------------------------------------------------------------ real
 # The target's own installed files, owners, modes and links as they are there
 # (post-fakeroot: root-owned). The kernel modules are left out: they differ
@@ -240,6 +274,7 @@ for t in edge many real; do
 	build $t plain $t
 	build $t zstd $t -c
 done
+build hugedir plain hugedir
 build layers base layers-base
 build layers d1 layers-d1 -b base
 build layers d2 layers-d2 -b d1
