@@ -142,7 +142,7 @@ impl<'m> Dir<'m> {
     }
 }
 
-fn check_name(name: &[u8]) -> Result<()> {
+pub(crate) fn check_name(name: &[u8]) -> Result<()> {
     if name.is_empty()
         || name.len() > NAME_MAX
         || name == b"."

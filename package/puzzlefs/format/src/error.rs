@@ -33,6 +33,10 @@ pub enum Error {
         /// The rule that was broken.
         what: &'static str,
     },
+    /// A page of a blob could not be read: the page source
+    /// ([`crate::paged::Pages`]) failed, or gave a page shorter than the
+    /// blob's length says (EIO).
+    Io,
 }
 
 /// Result type of this crate.
@@ -63,6 +67,7 @@ impl fmt::Display for Error {
             Error::Overflow => f.write_str("size or offset overflow"),
             Error::Bounds => f.write_str("index or range out of bounds"),
             Error::Corrupt { what } => write!(f, "corrupt image: {what}"),
+            Error::Io => f.write_str("a page of the blob could not be read"),
         }
     }
 }

@@ -93,6 +93,7 @@ mod file;
 mod inode;
 mod layer;
 mod manifest;
+pub mod paged;
 
 pub use check::{check_layers, CheckStats};
 pub use digest::{parse_hex_digest, Digest, HexDigest, DIGEST_LEN};
