@@ -183,10 +183,7 @@ struct StructR {
 
 impl StructR {
     const DEFAULT: StructR = StructR {
-        seg: Seg {
-            start: 0,
-            words: 0,
-        },
+        seg: Seg { start: 0, words: 0 },
         data: 0,
         data_bytes: 0,
         ptrs: 0,
@@ -343,10 +340,7 @@ impl<'p, P: Pages + ?Sized> Blob<'p, P> {
             word: 0,
         }))?;
         let inodes = self.read_list(root.ptr(0))?;
-        Ok(Layer {
-            blob: self,
-            inodes,
-        })
+        Ok(Layer { blob: self, inodes })
     }
 
     /// Words of read budget left.
@@ -702,7 +696,8 @@ impl<P: Pages + ?Sized> Bytes<'_, '_, P> {
             return Ok(0);
         }
         let out = out.get_mut(..n).ok_or(Error::Bounds)?;
-        self.blob.read_into(self.pos.saturating_add(u64::from(offset)), out)?;
+        self.blob
+            .read_into(self.pos.saturating_add(u64::from(offset)), out)?;
         Ok(n)
     }
 
