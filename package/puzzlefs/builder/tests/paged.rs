@@ -979,7 +979,7 @@ fn other_struct_sizes_and_list_encodings_agree() {
     // Composite list whose elements overrun its word count.
     cases.push((
         "overrun",
-        hand_layer(list_ptr(0, 7, 2), &[struct_tag(2, 1, 0), 1, 2]),
+        hand_layer(list_ptr(0, 7, 2), &[struct_tag(3, 1, 0), 1, 2, 3]),
     ));
     // A struct pointer where the list is expected, and a far pointer to a
     // missing segment.
@@ -1315,4 +1315,94 @@ fn read_budget_stops_amplification() {
     let dir = blob.layer().unwrap().inode_at(0).unwrap().dir().unwrap();
     dir.entry_name(7).unwrap();
     assert!(before - blob.budget_left() < 8300);
+}
+
+/// The smallest traversal limit with which capnp's generated readers read
+/// the symlink target of inode `k` (root, inode list, the inode, its
+/// `additional`, the target: structs, far pads, data and the whole list).
+fn capnp_cost(buf: &[u8], k: u32) -> usize {
+    let mut slice = buf;
+    let unlimited = capnp::message::ReaderOptions {
+        traversal_limit_in_words: None,
+        nesting_limit: 64,
+    };
+    let segments = capnp::serialize::read_message_from_flat_slice(&mut slice, unlimited)
+        .unwrap()
+        .into_segments();
+    let ok = |limit: usize| -> bool {
+        let opts = capnp::message::ReaderOptions {
+            traversal_limit_in_words: Some(limit),
+            nesting_limit: 64,
+        };
+        let r = capnp::message::Reader::new(&segments, opts);
+        let read = || -> capnp::Result<()> {
+            let root = r.get_root::<inode_vector::Reader<'_>>()?;
+            let i = root.get_inodes()?.get(k);
+            i.get_additional()?.get_symlink_target()?;
+            Ok(())
+        };
+        read().is_ok()
+    };
+    let (mut lo, mut hi) = (0usize, 1 << 24);
+    assert!(ok(hi));
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if ok(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    lo
+}
+
+#[test]
+fn charges_structs_pads_and_data_as_capnp() {
+    // Inodes with symlink targets of several lengths.
+    let recs: Vec<InodeRec> = (1..=12u64)
+        .map(|i| {
+            let mut r = rec(i, Kind::Lnk);
+            r.symlink = Some(vec![b'x'; (i * i * 3) as usize]);
+            r
+        })
+        .collect();
+    let base = encode_layer(&recs);
+    let mut dbl = Msg::parse(&base);
+    dbl.double_far(|i| i % 3 != 1);
+    let mut dbl2 = Msg::parse(&resegment(&base, 24));
+    dbl2.double_far(|i| i % 2 == 0);
+    let msgs = [
+        ("one segment", base.clone()),
+        ("double far", dbl.bytes()),
+        ("24-word segments", resegment(&base, 24)),
+        ("24-word segments, double far", dbl2.bytes()),
+    ];
+    for (what, bytes) in msgs {
+        let buf = aligned(&bytes);
+        let m = Msg::parse(&buf);
+        // The inode list: capnp charges all of it (word count + tag) when
+        // the pointer is followed; the paged reader its tag, then each
+        // element read.
+        let (rs, rw, rtag) = m.follow(0, 0);
+        let (ls, lw, ltag) = m.follow(rs, rw + (rtag >> 32) as u16 as usize);
+        let list_words = (ltag >> 35) as usize;
+        let elem_words = {
+            let t = m.segs[ls][lw];
+            ((t >> 32) as u16 as usize) + ((t >> 48) as usize)
+        };
+        for k in 0..12u32 {
+            let blob = paged::Blob::parse(&buf[..]).unwrap();
+            let start = blob.budget_left();
+            let t = blob.layer().unwrap().inode_at(k).unwrap();
+            let target = t.symlink_target().unwrap().unwrap();
+            assert_eq!(target.len() as u64, (k as u64 + 1).pow(2) * 3);
+            let used = (start - blob.budget_left()) as usize;
+            let capnp = capnp_cost(&buf, k);
+            assert_eq!(
+                used,
+                capnp - (list_words + 1) + 1 + elem_words,
+                "{what}, inode {k}: paged charged {used}, capnp {capnp}"
+            );
+        }
+    }
 }
