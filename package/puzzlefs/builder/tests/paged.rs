@@ -1189,6 +1189,7 @@ fn lookups_in_100000_entries_read_few_pages() {
         let src = Counting::new(&buf);
         let mut rng = Rng(99);
         let (mut max_find, mut max_lookup, mut max_calls) = (0, 0, 0);
+        let (mut sum_find, mut sum_lookup) = (0, 0);
         let mut name = [0u8; NAME_MAX];
         for round in 0..300 {
             // An inode: any of them, the first, the last, one absent.
@@ -1208,6 +1209,7 @@ fn lookups_in_100000_entries_read_few_pages() {
                 assert_eq!((pos as u64, i.ino().unwrap()), (k, ino));
             }
             max_find = max_find.max(src.distinct());
+            sum_find += src.distinct();
             max_calls = max_calls.max(src.calls.get());
             // A name: the root directory found, then the name looked up.
             let j = rng.below(N) as usize;
@@ -1230,11 +1232,15 @@ fn lookups_in_100000_entries_read_few_pages() {
                 assert_eq!(e.ino, 1 + (j as u64 + 1) * step);
             }
             max_lookup = max_lookup.max(src.distinct());
+            sum_lookup += src.distinct();
             max_calls = max_calls.max(src.calls.get());
         }
         eprintln!(
-            "step {step}: {total_pages} pages; find_pos reads at most {max_find} distinct pages, \
-             find root + lookup_sorted at most {max_lookup}; at most {max_calls} page() calls"
+            "step {step}: {total_pages} pages; find_pos reads at most {max_find} distinct pages \
+             (mean {:.1}), find root + lookup_sorted at most {max_lookup} (mean {:.1}); \
+             at most {max_calls} page() calls",
+            sum_find as f64 / 300.0,
+            sum_lookup as f64 / 300.0
         );
         assert!(total_pages > 1000);
         assert!(max_find <= 40, "find_pos read {max_find} pages");
