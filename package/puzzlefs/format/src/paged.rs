@@ -1018,15 +1018,14 @@ impl<'b, 'p, P: Pages + ?Sized> Inode<'b, 'p, P> {
         let d = self.discriminant()?;
         let dev = match d {
             2 | 4 => self.member(d)?,
-            _ => self.member(2)?.and(None),
+            // Other members: only an unknown discriminant is an error.
+            _ => self.member(u16::MAX)?,
         };
-        match dev {
-            None => Ok(None),
-            Some(s) => Ok(Some(Rdev {
-                major: self.blob.u64_field(&s, 0)?,
-                minor: self.blob.u64_field(&s, 1)?,
-            })),
-        }
+        let Some(s) = dev else { return Ok(None) };
+        Ok(Some(Rdev {
+            major: self.blob.u64_field(&s, 0)?,
+            minor: self.blob.u64_field(&s, 1)?,
+        }))
     }
 
     /// The directory view, or [`Error::NotADirectory`].
