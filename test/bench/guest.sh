@@ -37,6 +37,10 @@ if [ -n "${PROFILE:-}" ]; then
 	awk '$2 ~ /^[tT]$/ && $4 == "[puzzlefs]" { print "@@SYM", $1, $2, $3 }' /proc/kallsyms
 fi
 say "kernel $(uname -r), $(grep MemTotal /proc/meminfo | tr -s ' ')"
+# Timings are as fine as the clock: jiffies would be 4 ms steps.
+cs=$(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)
+say "clocksource $cs"
+case $cs in *jiffies*) say "error: clocksource $cs: timings would be in jiffies" ;; esac
 
 # Reads from the bench data disk so far: "<requests> <sectors>" (fields 1
 # and 3 of /sys/block/<disk>/stat), to show what each run cost the disk;
