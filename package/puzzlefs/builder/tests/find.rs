@@ -3,6 +3,8 @@
 //! hints and the order of the lookups; in a layer that is not sorted it may
 //! miss an inode but never returns another.
 
+mod common;
+use common::Rng;
 use puzzlefs::format::{find_inode, find_inode_hinted, Error, Layer, MetadataBlob};
 use puzzlefs::model::{encode_layer, InodeRec, Kind};
 use puzzlefs::oci::Aligned;
@@ -39,17 +41,6 @@ fn answer(r: puzzlefs::format::Result<puzzlefs::format::Inode<'_>>) -> Option<Op
         Err(Error::Whiteout(_)) => Some(None),
         Err(Error::InodeNotFound(_)) => None,
         Err(e) => panic!("unexpected error {e}"),
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
     }
 }
 

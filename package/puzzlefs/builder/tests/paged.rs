@@ -7,6 +7,7 @@
 //! a 100,000-entry layer.
 
 mod common;
+use common::Rng;
 
 use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, BTreeSet};
@@ -497,25 +498,6 @@ fn differential(what: &str, buf: &[u8], cap: u32) -> Tally {
 
 // ---------------------------------------------------------------------------
 // Layers
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
 
 fn rec(ino: u64, kind: Kind) -> InodeRec {
     InodeRec {

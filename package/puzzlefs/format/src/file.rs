@@ -16,6 +16,18 @@ pub struct Chunk {
     pub len: u64,
 }
 
+impl Chunk {
+    /// The chunk, if its bytes end where an offset can (`blob.offset + len`
+    /// does not overflow).
+    pub(crate) fn checked(self) -> Result<Self> {
+        self.blob
+            .offset
+            .checked_add(self.len)
+            .ok_or(Error::Overflow)?;
+        Ok(self)
+    }
+}
+
 /// A view of a regular file's contents.
 #[derive(Clone, Copy)]
 pub struct File<'m> {
@@ -81,16 +93,11 @@ impl<'m> File<'m> {
     /// Chunk number `i`; `blob.offset + len` is checked not to overflow.
     pub fn chunk(&self, i: u32) -> Result<Chunk> {
         let r = self.chunks.try_get(i).ok_or(Error::Bounds)?;
-        let chunk = Chunk {
+        Chunk {
             blob: BlobRef::from_reader(r.get_blob()?)?,
             len: r.get_len(),
-        };
-        chunk
-            .blob
-            .offset
-            .checked_add(chunk.len)
-            .ok_or(Error::Overflow)?;
-        Ok(chunk)
+        }
+        .checked()
     }
 
     /// All chunks in order.

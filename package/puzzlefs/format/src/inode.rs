@@ -33,6 +33,22 @@ pub enum InodeKind {
 }
 
 impl InodeKind {
+    /// The kind of `mode` union discriminant `d` (the schema's member order).
+    pub(crate) fn from_discriminant(d: u16) -> Result<Self> {
+        Ok(match d {
+            0 => InodeKind::Unknown,
+            1 => InodeKind::Fifo,
+            2 => InodeKind::Chr,
+            3 => InodeKind::Dir,
+            4 => InodeKind::Blk,
+            5 => InodeKind::File,
+            6 => InodeKind::Lnk,
+            7 => InodeKind::Sock,
+            8 => InodeKind::Wht,
+            d => return Err(Error::NotInSchema(d)),
+        })
+    }
+
     /// The `S_IFMT` bits of this kind (0 for `Unknown` and `Wht`).
     pub fn file_type_bits(self) -> u32 {
         match self {
@@ -104,18 +120,7 @@ impl<'m> Inode<'m> {
     pub fn kind(&self) -> Result<InodeKind> {
         use capnp::traits::IntoInternalStructReader;
         let reader = self.r.into_internal_struct_reader();
-        Ok(match reader.get_data_field::<u16>(MODE_DISCRIMINANT) {
-            0 => InodeKind::Unknown,
-            1 => InodeKind::Fifo,
-            2 => InodeKind::Chr,
-            3 => InodeKind::Dir,
-            4 => InodeKind::Blk,
-            5 => InodeKind::File,
-            6 => InodeKind::Lnk,
-            7 => InodeKind::Sock,
-            8 => InodeKind::Wht,
-            d => return Err(Error::NotInSchema(d)),
-        })
+        InodeKind::from_discriminant(reader.get_data_field::<u16>(MODE_DISCRIMINANT))
     }
 
     /// `st_mode`: file type bits and permission bits.

@@ -88,21 +88,10 @@ impl<'m> Layer<'m> {
                 return Ok((Some((at, Inode::new(r))), at));
             }
         }
-        let (mut lo, mut hi) = (0u32, self.inodes.len());
-        while lo < hi {
-            let mid = crate::mid(lo, hi);
-            let candidate = self.inode_at(mid)?;
-            let at = candidate.ino();
-            if at == ino {
-                return Ok((Some((mid, candidate)), mid));
-            }
-            if at < ino {
-                lo = mid.checked_add(1).ok_or(Error::Overflow)?;
-            } else {
-                hi = mid;
-            }
-        }
-        Ok((None, lo))
+        crate::search_sorted(self.inodes.len(), ino, |i| {
+            let inode = self.inode_at(i)?;
+            Ok((inode.ino(), inode))
+        })
     }
 
     /// [`Layer::find_pos`] for a caller that looks up runs of consecutive
@@ -200,14 +189,45 @@ pub fn find_inode_hinted<'m, I>(layers: I, ino: u64, hints: &mut [u32]) -> Resul
 where
     I: IntoIterator<Item = Layer<'m>>,
 {
+    find_across(layers, ino, hints)
+}
+
+/// A layer view inodes are found in: [`Layer`] and [`crate::paged::Layer`].
+pub(crate) trait FindIn {
+    /// The layer's inode view.
+    type Inode;
+    /// [`Layer::find_pos_hinted`] with `hint`, [`Layer::find`] without.
+    fn find_with(&self, ino: u64, hint: Option<&mut u32>) -> Result<Option<Self::Inode>>;
+    /// The kind of `inode`.
+    fn kind_of(inode: &Self::Inode) -> Result<InodeKind>;
+}
+
+impl<'m> FindIn for Layer<'m> {
+    type Inode = Inode<'m>;
+
+    fn find_with(&self, ino: u64, hint: Option<&mut u32>) -> Result<Option<Inode<'m>>> {
+        match hint {
+            Some(hint) => Ok(self.find_pos_hinted(ino, hint)?.map(|(_, inode)| inode)),
+            None => self.find(ino),
+        }
+    }
+
+    fn kind_of(inode: &Inode<'m>) -> Result<InodeKind> {
+        inode.kind()
+    }
+}
+
+/// [`find_inode_hinted`] over any layer views: the first layer that holds
+/// `ino` wins, a whiteout there is [`Error::Whiteout`].
+pub(crate) fn find_across<L, I>(layers: I, ino: u64, hints: &mut [u32]) -> Result<L::Inode>
+where
+    L: FindIn,
+    I: IntoIterator<Item = L>,
+{
     let mut hints = hints.iter_mut();
     for layer in layers {
-        let found = match hints.next() {
-            Some(hint) => layer.find_pos_hinted(ino, hint)?.map(|(_, inode)| inode),
-            None => layer.find(ino)?,
-        };
-        if let Some(inode) = found {
-            if inode.kind()? == InodeKind::Wht {
+        if let Some(inode) = layer.find_with(ino, hints.next())? {
+            if L::kind_of(&inode)? == InodeKind::Wht {
                 return Err(Error::Whiteout(ino));
             }
             return Ok(inode);

@@ -145,3 +145,29 @@ fn read_message(
 fn mid(lo: u32, hi: u32) -> u32 {
     lo.wrapping_add(hi.wrapping_sub(lo).wrapping_shr(1))
 }
+
+/// Binary search of positions `0..len` for `key`; `probe(i)` reads the
+/// element at `i` and its key (ascending in a sorted list). Returns the
+/// element and its position if found, and the position of the first element
+/// whose key is `key` or more. On an unsorted list the answer may be a false
+/// "absent", never another element.
+fn search_sorted<T>(
+    len: u32,
+    key: u64,
+    mut probe: impl FnMut(u32) -> Result<(u64, T)>,
+) -> Result<(Option<(u32, T)>, u32)> {
+    let (mut lo, mut hi) = (0u32, len);
+    while lo < hi {
+        let mid = mid(lo, hi);
+        let (at, element) = probe(mid)?;
+        if at == key {
+            return Ok((Some((mid, element)), mid));
+        }
+        if at < key {
+            lo = mid.checked_add(1).ok_or(Error::Overflow)?;
+        } else {
+            hi = mid;
+        }
+    }
+    Ok((None, lo))
+}

@@ -824,21 +824,10 @@ impl<'b, 'p, P: Pages + ?Sized> Layer<'b, 'p, P> {
                 }
             }
         }
-        let (mut lo, mut hi) = (0u32, self.inodes.count);
-        while lo < hi {
-            let mid = crate::mid(lo, hi);
-            let candidate = self.inode_at(mid)?;
-            let at = candidate.ino()?;
-            if at == ino {
-                return Ok((Some((mid, candidate)), mid));
-            }
-            if at < ino {
-                lo = mid.checked_add(1).ok_or(Error::Overflow)?;
-            } else {
-                hi = mid;
-            }
-        }
-        Ok((None, lo))
+        crate::search_sorted(self.inodes.count, ino, |i| {
+            let inode = self.inode_at(i)?;
+            Ok((inode.ino()?, inode))
+        })
     }
 
     /// [`Layer::find_pos`] with a hint (see [`crate::Layer::find_pos_hinted`]).
@@ -920,20 +909,22 @@ where
     P: Pages + ?Sized + 'p,
     I: IntoIterator<Item = Layer<'b, 'p, P>>,
 {
-    let mut hints = hints.iter_mut();
-    for layer in layers {
-        let found = match hints.next() {
-            Some(hint) => layer.find_pos_hinted(ino, hint)?.map(|(_, inode)| inode),
-            None => layer.find(ino)?,
-        };
-        if let Some(inode) = found {
-            if inode.kind()? == InodeKind::Wht {
-                return Err(Error::Whiteout(ino));
-            }
-            return Ok(inode);
+    crate::layer::find_across(layers, ino, hints)
+}
+
+impl<'b, 'p, P: Pages + ?Sized> crate::layer::FindIn for Layer<'b, 'p, P> {
+    type Inode = Inode<'b, 'p, P>;
+
+    fn find_with(&self, ino: u64, hint: Option<&mut u32>) -> Result<Option<Self::Inode>> {
+        match hint {
+            Some(hint) => Ok(self.find_pos_hinted(ino, hint)?.map(|(_, inode)| inode)),
+            None => self.find(ino),
         }
     }
-    Err(Error::InodeNotFound(ino))
+
+    fn kind_of(inode: &Self::Inode) -> Result<InodeKind> {
+        inode.kind()
+    }
 }
 
 // Field offsets of schema/metadata.capnp as the schema compiler laid them
@@ -979,18 +970,7 @@ impl<'b, 'p, P: Pages + ?Sized> Inode<'b, 'p, P> {
     /// The inode's kind, from the `mode` union's discriminant only (see
     /// [`crate::Inode::kind`]).
     pub fn kind(&self) -> Result<InodeKind> {
-        Ok(match self.discriminant()? {
-            0 => InodeKind::Unknown,
-            1 => InodeKind::Fifo,
-            2 => InodeKind::Chr,
-            3 => InodeKind::Dir,
-            4 => InodeKind::Blk,
-            5 => InodeKind::File,
-            6 => InodeKind::Lnk,
-            7 => InodeKind::Sock,
-            8 => InodeKind::Wht,
-            d => return Err(Error::NotInSchema(d)),
-        })
+        InodeKind::from_discriminant(self.discriminant()?)
     }
 
     /// `st_mode`: file type bits and permission bits.
@@ -1277,20 +1257,15 @@ impl<P: Pages + ?Sized> File<'_, '_, P> {
             });
         }
         digest.copy_to(&mut d)?;
-        let chunk = Chunk {
+        Chunk {
             blob: BlobRef {
                 digest: d,
                 offset: self.blob.u64_field(&b, 0)?,
                 compressed: self.blob.bool_field(&b, 64)?,
             },
             len: self.blob.u64_field(&c, 0)?,
-        };
-        chunk
-            .blob
-            .offset
-            .checked_add(chunk.len)
-            .ok_or(Error::Overflow)?;
-        Ok(chunk)
+        }
+        .checked()
     }
 
     /// Length of chunk `i`, its blob reference not read.
