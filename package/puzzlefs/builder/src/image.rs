@@ -7,7 +7,7 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 
 use puzzlefs_format::{
-    find_inode, BlobRef, Digest, Error as FmtError, File, HexDigest, Inode, InodeKind, Layer,
+    find_inode, BlobRef, ChunkList, Digest, Error as FmtError, File, HexDigest, Inode, InodeKind, Layer,
     Manifest, MetadataBlob, ROOT_INO,
 };
 

@@ -9,7 +9,7 @@ use std::fs;
 use std::path::Path;
 
 use common::*;
-use puzzlefs::format::{find_inode, Error, InodeKind, Manifest, MetadataBlob};
+use puzzlefs::format::{find_inode, ChunkList, Error, InodeKind, Manifest, MetadataBlob};
 use puzzlefs::image::{self, Image};
 use puzzlefs::oci::OciDir;
 use puzzlefs::progress::Progress;

@@ -7,7 +7,7 @@ mod common;
 use std::fs;
 
 use common::*;
-use puzzlefs::format::{check_layers, find_inode, BlobRef, Error, Manifest, MetadataBlob};
+use puzzlefs::format::{check_layers, find_inode, BlobRef, ChunkList, Error, Manifest, MetadataBlob};
 use puzzlefs::model::{encode_layer, encode_manifest, FileChunk, InodeRec, Kind};
 use puzzlefs::oci::{Aligned, OciDir};
 use puzzlefs::progress::Progress;

@@ -15,7 +15,7 @@ use std::fmt::Debug;
 
 use puzzlefs::format::metadata_capnp::inode_vector;
 use puzzlefs::format::paged::{self, Pages, PAGE};
-use puzzlefs::format::{BlobRef, Error, MetadataBlob, NAME_MAX};
+use puzzlefs::format::{BlobRef, ChunkList, Error, MetadataBlob, NAME_MAX};
 use puzzlefs::model::{encode_layer, FileChunk, InodeRec, Kind};
 use puzzlefs::oci::Aligned;
 
@@ -241,6 +241,9 @@ fn walk_capnp(buf: &[u8], cap: u32) -> (Obs, Queries) {
                     Ok(())
                 });
                 o.insert(k("file.walk"), ans(total.map(|t| (t, walked))));
+                // A range across chunk boundaries, through the shared mapper.
+                let mapped = f.map(1_000, 200_000).and_then(|p| p.collect::<Result<Vec<_>, _>>());
+                o.insert(k("file.map"), ans(mapped));
                 for j in positions(f.chunk_count(), cap) {
                     o.insert(k(&format!("c{j}")), ans(f.chunk(j)));
                 }
@@ -381,6 +384,9 @@ fn walk_paged<P: Pages + ?Sized>(pages: &P, cap: u32, q: &Queries) -> Obs {
                     Ok(())
                 });
                 o.insert(k("file.walk"), ans(total.map(|t| (t, walked))));
+                // A range across chunk boundaries, through the shared mapper.
+                let mapped = f.map(1_000, 200_000).and_then(|p| p.collect::<Result<Vec<_>, _>>());
+                o.insert(k("file.map"), ans(mapped));
                 for j in positions(f.chunk_count(), cap) {
                     o.insert(k(&format!("c{j}")), ans(f.chunk(j)));
                 }

@@ -3,7 +3,7 @@
 //! and looked up by name, every file sized and mapped. Used by the fuzz
 //! target and the tests; a mount-time `check` option could use it too.
 
-use crate::{find_inode, Error, InodeKind, Layer, Result};
+use crate::{find_inode, ChunkList, Error, InodeKind, Layer, Result};
 
 /// What [`check_layers`] saw.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

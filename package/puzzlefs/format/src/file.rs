@@ -47,9 +47,9 @@ pub struct Piece {
     pub len: u64,
     /// Position of the piece in the file.
     pub file_offset: u64,
-    /// Index of the chunk the piece comes from (a hint for [`File::map_from`]).
+    /// Index of the chunk the piece comes from (a hint for [`ChunkList::map_from`]).
     pub chunk_index: u32,
-    /// File offset where that chunk starts (a hint for [`File::map_from`]).
+    /// File offset where that chunk starts (a hint for [`ChunkList::map_from`]).
     pub chunk_file_offset: u64,
 }
 
@@ -123,7 +123,7 @@ impl<'m> File<'m> {
     /// offset `start` where it begins and its length, and returns the file
     /// size. Reads every chunk length once, without decoding blob references;
     /// sums are checked as in [`File::size`]. A reader can keep some of the
-    /// `(i, start)` pairs as an index for [`File::map_from`].
+    /// `(i, start)` pairs as an index for [`ChunkList::map_from`].
     pub fn for_each_chunk(&self, mut f: impl FnMut(u32, u64, u64) -> Result<()>) -> Result<u64> {
         let mut total: u64 = 0;
         for (i, r) in (0u32..).zip(self.chunks.iter()) {
@@ -136,15 +136,26 @@ impl<'m> File<'m> {
         }
         Ok(total)
     }
+}
+
+/// A file's chunk list, as both readers of the metadata give it (the
+/// capnp-backed [`File`] and [`crate::paged::File`]): what [`ChunkList::map`]
+/// needs.
+pub trait ChunkList: Copy {
+    /// Number of chunks.
+    fn chunk_count(&self) -> u32;
+
+    /// Chunk `i` (its blob reference checked as [`File::chunk`] does).
+    fn chunk(&self, i: u32) -> Result<Chunk>;
 
     /// Maps the file bytes `[off, off + len)` to the pieces of chunks that
     /// hold them, in file order. The range is clipped at end of file; an
     /// empty or past-the-end range yields nothing.
-    pub fn map(&self, off: u64, len: u64) -> Result<Pieces<'m>> {
+    fn map(&self, off: u64, len: u64) -> Result<Pieces<Self>> {
         self.map_from(0, 0, off, len)
     }
 
-    /// Like [`File::map`] but starts scanning the chunk list at chunk
+    /// Like [`ChunkList::map`] but starts scanning the chunk list at chunk
     /// `chunk_index`, which starts at file offset `chunk_file_offset` (both
     /// from a [`Piece`] of an earlier mapping of this file, or from an index
     /// of chunk offsets built with [`File::for_each_chunk`]), so
@@ -152,13 +163,13 @@ impl<'m> File<'m> {
     /// range: the cost is the number of chunks between the hint and `off`
     /// plus the pieces mapped. A hint past `off` is ignored (the scan starts
     /// at chunk 0). A wrong hint yields wrong pieces, never a panic.
-    pub fn map_from(
+    fn map_from(
         &self,
         chunk_index: u32,
         chunk_file_offset: u64,
         off: u64,
         len: u64,
-    ) -> Result<Pieces<'m>> {
+    ) -> Result<Pieces<Self>> {
         let end = off.checked_add(len).ok_or(Error::Overflow)?;
         let (idx, start) = if chunk_file_offset <= off && chunk_index <= self.chunk_count() {
             (chunk_index, chunk_file_offset)
@@ -176,9 +187,19 @@ impl<'m> File<'m> {
     }
 }
 
+impl ChunkList for File<'_> {
+    fn chunk_count(&self) -> u32 {
+        File::chunk_count(self)
+    }
+
+    fn chunk(&self, i: u32) -> Result<Chunk> {
+        File::chunk(self, i)
+    }
+}
+
 /// Iterator over the pieces of a mapped byte range.
-pub struct Pieces<'m> {
-    file: File<'m>,
+pub struct Pieces<F> {
+    file: F,
     idx: u32,
     chunk_start: u64,
     pos: u64,
@@ -186,7 +207,7 @@ pub struct Pieces<'m> {
     done: bool,
 }
 
-impl Pieces<'_> {
+impl<F: ChunkList> Pieces<F> {
     fn step(&mut self) -> Result<Option<Piece>> {
         loop {
             if self.pos >= self.end || self.idx >= self.file.chunk_count() {
@@ -233,7 +254,7 @@ impl Pieces<'_> {
     }
 }
 
-impl Iterator for Pieces<'_> {
+impl<F: ChunkList> Iterator for Pieces<F> {
     type Item = Result<Piece>;
     fn next(&mut self) -> Option<Self::Item> {
         if self.done {

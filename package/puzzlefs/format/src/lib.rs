@@ -99,7 +99,7 @@ pub use check::{check_layers, CheckStats};
 pub use digest::{parse_hex_digest, Digest, HexDigest, DIGEST_LEN};
 pub use dir::{Dir, DirEntries, DirEntry, NAME_MAX};
 pub use error::{Error, Result};
-pub use file::{Chunk, File, Piece, Pieces, MAX_FILE_SIZE};
+pub use file::{Chunk, ChunkList, File, Piece, Pieces, MAX_FILE_SIZE};
 pub use inode::{Inode, InodeKind, Rdev, Xattr, Xattrs};
 pub use layer::{find_inode, find_inode_hinted, find_inode_in, Inodes, Layer, MetadataBlob};
 pub use manifest::{BlobRef, BlobRefs, Manifest, VerityEntries, VerityEntry, MAX_LAYERS};

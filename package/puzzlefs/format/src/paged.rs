@@ -1294,3 +1294,13 @@ impl<P: Pages + ?Sized> File<'_, '_, P> {
         Ok(total)
     }
 }
+
+impl<P: Pages + ?Sized> crate::ChunkList for File<'_, '_, P> {
+    fn chunk_count(&self) -> u32 {
+        File::chunk_count(self)
+    }
+
+    fn chunk(&self, i: u32) -> Result<Chunk> {
+        File::chunk(self, i)
+    }
+}

@@ -8,7 +8,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use puzzlefs_format::{check_layers, find_inode, Manifest, MetadataBlob};
+use puzzlefs_format::{check_layers, find_inode, ChunkList, Manifest, MetadataBlob};
 
 const MAX_LAYERS: usize = 4;
 
