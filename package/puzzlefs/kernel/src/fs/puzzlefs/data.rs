@@ -3,15 +3,14 @@
 //! File contents and symlink targets, one folio or one readahead window at a time.
 //!
 //! A range of a regular file is filled from the pieces of the chunks that back it
-//! (`puzzlefs_format::File::map_from`, started from the inode's index of chunk offsets, so that
-//! mapping a range costs a binary search and a few chunk steps whatever its offset: reading a
-//! file is linear in its size). Pieces are copied out of their chunk, read whole (decompressed
-//! if compressed) and kept in the per-mount chunk cache (`decompress`), so that a chunk is
-//! read once however many folios, readahead windows and small files its pieces fill. An
-//! uncompressed chunk too large to read whole, or one more than a call may read whole, is
-//! read piece by piece, page by page straight into the folio, and the blob's pages are then
-//! dropped from its page cache, so that the bytes are cached once. A missing or short blob
-//! fails the read with `EIO`.
+//! (`puzzlefs_format::ChunkList::map_from`, started from the inode's index of chunk offsets, so
+//! that mapping a range costs a binary search and a few chunk steps whatever its offset: reading a
+//! file is linear in its size). Pieces are copied out of their chunk, read whole (decompressed if
+//! compressed) and kept in the per-mount chunk cache (`decompress`), so that a chunk is read once
+//! however many folios, readahead windows and small files its pieces fill. An uncompressed chunk
+//! too large to read whole, or one more than a call may read whole, is read piece by piece, page by
+//! page straight into the folio, and the blob's pages are then dropped from its page cache, so that
+//! the bytes are cached once. A missing or short blob fails the read with `EIO`.
 
 #![forbid(unsafe_code)]
 
@@ -29,7 +28,7 @@ use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sched::cond_resched;
 use kernel::sync::Arc;
-use puzzlefs_format::{Digest, File, HexDigest, InodeKind, Piece, Pieces};
+use puzzlefs_format::{ChunkList, Digest, HexDigest, InodeKind, Piece, Pieces};
 
 /// Pieces filled between two `cond_resched()` calls.
 const RESCHED_EVERY: usize = 64;
@@ -135,10 +134,10 @@ impl Chunks {
 ///
 /// The range is mapped once (from the inode's chunk index); each piece is used for as many
 /// folios as it covers.
-struct Filler<'a, 'm> {
+struct Filler<'a, F> {
     info: &'a Info,
     ino: u64,
-    pieces: Pieces<'m>,
+    pieces: Pieces<F>,
     /// The piece being used, and how many of its bytes were.
     cur: Option<(Piece, u64)>,
     pieces_seen: usize,
@@ -148,11 +147,11 @@ struct Filler<'a, 'm> {
     chunks: Chunks,
 }
 
-impl<'a, 'm> Filler<'a, 'm> {
+impl<'a, F: ChunkList> Filler<'a, F> {
     fn new(
         info: &'a Info,
         ino: u64,
-        file: &File<'m>,
+        file: &F,
         starts: &[u64],
         pos: u64,
         len: usize,
@@ -302,11 +301,20 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
         match i.kind().inode(ino)? {
             InodeKind::Lnk => {
                 let target = i.symlink_target().data(ino)?.ok_or(EIO)?;
-                if pos != 0 || target.len() > size {
+                let len = target.len() as usize;
+                if pos != 0 || len > size {
                     return Err(EIO);
                 }
-                folio.write(0, target)?;
-                folio.zero(target.len(), size - target.len())
+                // Copied in small steps: the metadata may be read page by page.
+                let mut buf = [0u8; 256];
+                let mut done = 0usize;
+                while done < len {
+                    let n = target.read_at(done as u32, &mut buf).data(ino)?;
+                    let step = buf.get(..n).filter(|s| !s.is_empty()).ok_or(EIO)?;
+                    folio.write(done, step)?;
+                    done += n;
+                }
+                folio.zero(len, size - len)
             }
             InodeKind::File => {
                 let Extra::File { starts } = &data.extra else {

@@ -10,7 +10,9 @@
 
 use crate::error::{inode_error, ResultExt};
 use crate::inode::{iget, DirOrder, Extra};
+use crate::meta::Dir;
 use crate::PuzzleFs;
+use core::cmp::Ordering;
 use kernel::fs::{
     dir::{DirEmitter, DirEntryType, NAME_MAX},
     inode::{INode, INodeRef},
@@ -18,7 +20,7 @@ use kernel::fs::{
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sched::cond_resched;
-use puzzlefs_format::{Dir, Error as FormatError, InodeKind};
+use puzzlefs_format::{Error as FormatError, InodeKind};
 
 fn entry_type(kind: InodeKind) -> DirEntryType {
     match kind {
@@ -43,11 +45,13 @@ fn nth_in_order(order: &DirOrder, k: u32) -> Result<u32, FormatError> {
 
 /// Binary search for `name` (the first entry of that name in name order): never a scan, so a
 /// miss costs what a hit does.
-fn search(dir: &Dir<'_>, order: &DirOrder, name: &[u8]) -> Result<Option<u64>, FormatError> {
+///
+/// Names are compared where they are stored (page by page), not copied.
+fn search(dir: &Dir<'_, '_>, order: &DirOrder, name: &[u8]) -> Result<Option<u64>, FormatError> {
     let (mut lo, mut hi) = (0u32, dir.len());
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if dir.entry_name(nth_in_order(order, mid)?)? < name {
+        if dir.entry_name(nth_in_order(order, mid)?)?.cmp_slice(name)? == Ordering::Less {
             lo = mid + 1;
         } else {
             hi = mid;
@@ -56,8 +60,11 @@ fn search(dir: &Dir<'_>, order: &DirOrder, name: &[u8]) -> Result<Option<u64>, F
     if lo == dir.len() {
         return Ok(None);
     }
-    let entry = dir.entry(nth_in_order(order, lo)?)?;
-    Ok((entry.name == name).then_some(entry.ino))
+    let index = nth_in_order(order, lo)?;
+    if !dir.entry_name(index)?.eq_slice(name)? {
+        return Ok(None);
+    }
+    dir.entry_ino(index).map(Some)
 }
 
 /// Looks `name` up in `parent`.
@@ -117,12 +124,13 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
         // directory's entries one after the other, so the next one is found there, without a
         // binary search of the layer.
         let mut hints = KVec::from_elem(0u32, blobs.count(), GFP_KERNEL)?;
+        let mut name = [0u8; puzzlefs_format::NAME_MAX];
         // A `Range` of indices, never a `RangeFrom`: it stops at the last entry instead of
         // stepping past `u32::MAX`.
         for index in start..d.len() {
             // The entry count comes from the image: yield the CPU on long listings.
             cond_resched();
-            let entry = match d.entry(index) {
+            let entry = match d.entry(index, &mut name) {
                 // Inode number 0 is never valid (C libraries skip entries that have it), and
                 // any stand-in number could be a real inode of the image: hide the entry, as
                 // one with a bad name. Looking it up by name reports the damage (EUCLEAN).
@@ -153,11 +161,14 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
                     emitter.skip();
                     continue;
                 }
+                // A metadata page that cannot be read fails the listing.
+                Err(FormatError::Io) => return Err(EIO),
                 // A damaged entry is listed as of unknown type; looking it up reports the
                 // damage (EUCLEAN), so the rest of the directory stays readable.
                 Err(_) => InodeKind::Unknown,
             };
-            if !emitter.emit(entry.name, entry.ino, entry_type(kind)) {
+            let entry_name = name.get(..entry.name_len).ok_or(EUCLEAN)?;
+            if !emitter.emit(entry_name, entry.ino, entry_type(kind)) {
                 break;
             }
         }

@@ -13,13 +13,20 @@ use puzzlefs_format::Error as FormatError;
 /// Structural damage of the metadata is `EUCLEAN` (as other file systems report corruption);
 /// a dangling directory entry too. Each failure is logged once with the inode it concerns.
 pub(crate) fn inode_error(ino: u64, e: FormatError) -> Error {
-    let errno = match e {
-        FormatError::NotADirectory(_) => ENOTDIR,
-        FormatError::Overflow => EOVERFLOW,
-        _ => EUCLEAN,
-    };
+    let errno = format_errno(&e);
     pr_err_ratelimited!("inode {}: {}\n", ino, e);
     errno
+}
+
+/// The errno of format error `e`: `EIO` for a metadata page that could not be read (logged
+/// where it failed), `EUCLEAN` for damage.
+pub(crate) fn format_errno(e: &FormatError) -> Error {
+    match e {
+        FormatError::NotADirectory(_) => ENOTDIR,
+        FormatError::Overflow => EOVERFLOW,
+        FormatError::Io => EIO,
+        _ => EUCLEAN,
+    }
 }
 
 /// Extension of format results: `.inode(ino)?` maps and logs the error.

@@ -5,6 +5,7 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{inode_error, ResultExt};
+use crate::meta::{Bytes, Dir, Inode};
 use crate::PuzzleFs;
 use kernel::fs::{
     inode::{self, INodeRef, Lookup, Params, Type},
@@ -12,13 +13,16 @@ use kernel::fs::{
 };
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
+use kernel::sched::cond_resched;
 use kernel::sync::{new_mutex, Arc, Mutex};
-use puzzlefs_format::{Dir, Error as FormatError, Inode, InodeKind};
+use puzzlefs_format::{Error as FormatError, InodeKind};
 
 /// One file offset of a chunk start is kept per this many chunks ([`InodeData`]).
 pub(crate) const CHUNK_STRIDE: u32 = 16;
 /// Largest unsorted directory whose name order is built (the entries are sorted in memory).
 const MAX_UNSORTED_ENTRIES: u32 = 1 << 20;
+/// Most name bytes copied to build the name order of an unsorted directory.
+const MAX_UNSORTED_NAME_BYTES: usize = 64 << 20;
 
 /// How a directory's entries are searched by name.
 pub(crate) enum DirOrder {
@@ -31,7 +35,8 @@ pub(crate) enum DirOrder {
     /// The entry list or a name could not be read when the order was checked: lookups fail
     /// with `EUCLEAN` (readdir still lists what it can).
     Damaged,
-    /// Unsorted and larger than `MAX_UNSORTED_ENTRIES`: lookups fail with `EUCLEAN`.
+    /// Unsorted, and larger than `MAX_UNSORTED_ENTRIES` or with more than
+    /// `MAX_UNSORTED_NAME_BYTES` of names: lookups fail with `EUCLEAN`.
     TooLarge,
 }
 
@@ -48,7 +53,7 @@ impl LazyOrder {
 
     /// The order of `dir` (the directory this was made for), checked now if it was not yet.
     /// Concurrent first lookups wait for one check.
-    pub(crate) fn get(&self, dir: &Dir<'_>) -> Result<Arc<DirOrder>> {
+    pub(crate) fn get(&self, dir: &Dir<'_, '_>) -> Result<Arc<DirOrder>> {
         let mut order = self.0.lock();
         if let Some(order) = &*order {
             return Ok(order.clone());
@@ -90,8 +95,7 @@ pub(crate) struct InodeData {
 
 /// Builds the chunk-start index of a regular file; fails on a zero-length chunk (the format's
 /// writers never make one, and a list of them would let one folio walk without bound).
-fn chunk_starts(inode: &Inode<'_>) -> Result<KVVec<u64>> {
-    let ino = inode.ino();
+fn chunk_starts(ino: u64, inode: &Inode<'_, '_>) -> Result<KVVec<u64>> {
     let file = inode.file().inode(ino)?;
     let count = file.chunk_count();
     let mut starts = KVVec::with_capacity((count / CHUNK_STRIDE + 1) as usize, GFP_KERNEL)?;
@@ -116,48 +120,78 @@ fn chunk_starts(inode: &Inode<'_>) -> Result<KVVec<u64>> {
 }
 
 /// Checks a directory's name order (see [`DirOrder`]).
-fn dir_order(dir: &Dir<'_>) -> Result<DirOrder> {
+fn dir_order(dir: &Dir<'_, '_>) -> Result<DirOrder> {
     match dir.is_sorted() {
         Ok(true) => return Ok(DirOrder::Sorted),
         Ok(false) => {}
+        Err(FormatError::Io) => return Err(EIO),
         Err(_) => return Ok(DirOrder::Damaged),
     }
     let n = dir.len();
-    if n > MAX_UNSORTED_ENTRIES {
+    let too_large = |what| {
         pr_err_ratelimited!(
-            "inode {}: unsorted directory of {} entries (at most {} accepted)\n",
+            "inode {}: unsorted directory of {} entries: {} (at most {} entries and {} bytes of names accepted)\n",
             dir.ino(),
             n,
-            MAX_UNSORTED_ENTRIES
+            what,
+            MAX_UNSORTED_ENTRIES,
+            MAX_UNSORTED_NAME_BYTES
         );
-        return Ok(DirOrder::TooLarge);
+        Ok(DirOrder::TooLarge)
+    };
+    if n > MAX_UNSORTED_ENTRIES {
+        return too_large("too many entries");
     }
+    // The names are copied once (the metadata may be read page by page), then sorted as
+    // (start, end, index) triples into `text`.
+    let mut text = KVVec::new();
     let mut names = KVVec::with_capacity(n as usize, GFP_KERNEL)?;
     for i in 0..n {
-        let Ok(name) = dir.entry_name(i) else {
-            return Ok(DirOrder::Damaged);
+        if i % 4096 == 0 {
+            cond_resched();
+        }
+        let name = match dir.entry_name(i) {
+            Ok(name) => name,
+            Err(FormatError::Io) => return Err(EIO),
+            Err(_) => return Ok(DirOrder::Damaged),
         };
-        names.push((name, i), GFP_KERNEL)?;
+        let start = text.len();
+        let end = start.saturating_add(name.len() as usize);
+        if end > MAX_UNSORTED_NAME_BYTES {
+            return too_large("names too long");
+        }
+        text.extend_with(end - start, 0, GFP_KERNEL)?;
+        let copied = text
+            .get_mut(start..end)
+            .map(|buf| name.copy_to(buf).map(|_| ()));
+        match copied {
+            Some(Ok(())) => {}
+            Some(Err(FormatError::Io)) => return Err(EIO),
+            _ => return Ok(DirOrder::Damaged),
+        }
+        names.push((start, end, i), GFP_KERNEL)?;
     }
-    // (name, index) pairs are distinct: an unstable sort gives the stable order.
-    names.sort_unstable();
+    // Ties are broken by index: an unstable sort gives the stable order.
+    let name = |&(start, end, _): &(usize, usize, u32)| text.get(start..end).unwrap_or(&[]);
+    names.sort_unstable_by(|a, b| name(a).cmp(name(b)).then(a.2.cmp(&b.2)));
     let mut order = KVVec::with_capacity(n as usize, GFP_KERNEL)?;
-    for (_, i) in names.iter() {
+    for (_, _, i) in names.iter() {
         order.push(*i, GFP_KERNEL)?;
     }
     Ok(DirOrder::Index(order))
 }
 
 /// The per-inode data of `inode`, at position `pos` of layer `layer`.
-fn inode_data(layer: u32, pos: u32, inode: &Inode<'_>) -> Result<InodeData> {
-    let extra = match inode.kind().inode(inode.ino())? {
+fn inode_data(layer: u32, pos: u32, ino: u64, inode: &Inode<'_, '_>) -> Result<InodeData> {
+    let extra = match inode.kind().inode(ino)? {
         InodeKind::File => Extra::File {
-            starts: chunk_starts(inode)?,
+            starts: chunk_starts(ino, inode)?,
         },
         // A directory whose entry list cannot be read is still made: readdir and lookups then
         // report the damage.
         InodeKind::Dir => Extra::Dir(match inode.dir() {
             Ok(_) => LazyOrder::new()?,
+            Err(FormatError::Io) => return Err(EIO),
             Err(_) => LazyOrder::damaged()?,
         }),
         _ => Extra::Other,
@@ -170,8 +204,7 @@ fn inode_data(layer: u32, pos: u32, inode: &Inode<'_>) -> Result<InodeData> {
 /// Time stamps are 0 (the format has none), directories have one link (the number is not
 /// stored, and 1 is what tools read as "unknown"), as have files: hard links share one inode
 /// number, hence one inode, but their count is not stored either.
-pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
-    let ino = inode.ino();
+pub(crate) fn params(inode: &Inode<'_, '_>) -> Result<Params, FormatError> {
     let corrupt = |what| FormatError::Corrupt { what };
     let dev = |rdev: Option<puzzlefs_format::Rdev>| -> Result<(u32, u32), FormatError> {
         let rdev = rdev.ok_or(corrupt("device without numbers"))?;
@@ -189,10 +222,11 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
             let target = inode
                 .symlink_target()?
                 .ok_or(corrupt("symlink without target"))?;
-            if target.is_empty() || target.len() > inode::SYMLINK_MAX || target.contains(&0) {
+            let len = target.len() as usize;
+            if len == 0 || len > inode::SYMLINK_MAX || has_nul(&target)? {
                 return Err(corrupt("symlink target empty, too long or with a NUL"));
             }
-            (Type::Lnk, target.len() as u64)
+            (Type::Lnk, len as u64)
         }
         InodeKind::Fifo => (Type::Fifo, 0),
         InodeKind::Sock => (Type::Sock, 0),
@@ -205,16 +239,33 @@ pub(crate) fn params(inode: &Inode<'_>) -> Result<Params, FormatError> {
             (Type::Blk(major, minor), 0)
         }
         InodeKind::Unknown => return Err(corrupt("inode of unknown kind")),
-        InodeKind::Wht => return Err(FormatError::Whiteout(ino)),
+        InodeKind::Wht => return Err(FormatError::Whiteout(inode.ino()?)),
     };
     Ok(Params {
         typ,
-        mode: inode.permissions(),
+        mode: inode.permissions()?,
         size: i64::try_from(size).map_err(|_| FormatError::Overflow)?,
         nlink: 1,
-        uid: inode.uid(),
-        gid: inode.gid(),
+        uid: inode.uid()?,
+        gid: inode.gid()?,
     })
+}
+
+/// Whether `bytes` hold a NUL byte (read in small steps: the metadata may be read page by
+/// page).
+fn has_nul(bytes: &Bytes<'_, '_>) -> Result<bool, FormatError> {
+    let mut buf = [0u8; 128];
+    let mut at = 0u32;
+    loop {
+        let n = bytes.read_at(at, &mut buf)?;
+        let Some(read) = buf.get(..n).filter(|r| !r.is_empty()) else {
+            return Ok(false);
+        };
+        if read.contains(&0) {
+            return Ok(true);
+        }
+        at = at.saturating_add(n as u32);
+    }
 }
 
 /// Returns the VFS inode for metadata inode `ino`, from the inode cache or made now.
@@ -231,7 +282,7 @@ pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<INodeRef<Puzzl
         let params = params(&inode)
             .map(|p| sb.data().apply_nlink(ino, p))
             .inode(ino)?;
-        Ok((params, inode_data(layer, pos, &inode)?))
+        Ok((params, inode_data(layer, pos, ino, &inode)?))
     })?;
     let (params, data) = match found {
         Ok(found) => found,

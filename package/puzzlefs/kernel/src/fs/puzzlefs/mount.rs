@@ -35,6 +35,7 @@
 
 use crate::blob::{self, BlobCache, BlobPath, Verity};
 use crate::decompress::DecompressedChunks;
+use crate::meta::{Blob, Inode, Layer, Metadata};
 use crate::nlink::Nlinks;
 use crate::PuzzleFs;
 use core::fmt;
@@ -55,8 +56,7 @@ use kernel::shrinker::Shrinker;
 use kernel::str::CString;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use puzzlefs_format::{
-    find_inode, parse_hex_digest, Digest, Error as FormatError, HexDigest, Inode, InodeKind, Layer,
-    Manifest, MetadataBlob,
+    paged, parse_hex_digest, Digest, Error as FormatError, HexDigest, InodeKind, Manifest,
 };
 
 /// Magic number reported by `statfs` ("PZFS", include/uapi/linux/magic.h).
@@ -92,12 +92,12 @@ pub(crate) struct Options {
 }
 
 /// The layer views of one operation, top first.
-pub(crate) struct Layers<'a>(KVec<Layer<'a>>);
+pub(crate) struct Layers<'b, 'p>(KVec<Layer<'b, 'p>>);
 
-impl<'a> Layers<'a> {
+impl<'b, 'p> Layers<'b, 'p> {
     /// Finds inode `ino`: the top-most layer holding it wins (see `find_inode`).
-    pub(crate) fn find(&self, ino: u64) -> puzzlefs_format::Result<Inode<'a>> {
-        find_inode(self.0.iter().copied(), ino)
+    pub(crate) fn find(&self, ino: u64) -> puzzlefs_format::Result<Inode<'b, 'p>> {
+        paged::find_inode(self.0.iter().copied(), ino)
     }
 
     /// [`Layers::find`] for runs of consecutive inode numbers: `hints` holds, per layer, where
@@ -106,8 +106,8 @@ impl<'a> Layers<'a> {
         &self,
         ino: u64,
         hints: &mut [u32],
-    ) -> puzzlefs_format::Result<Inode<'a>> {
-        puzzlefs_format::find_inode_hinted(self.0.iter().copied(), ino, hints)
+    ) -> puzzlefs_format::Result<Inode<'b, 'p>> {
+        paged::find_inode_hinted(self.0.iter().copied(), ino, hints)
     }
 
     /// The number of layers.
@@ -126,8 +126,8 @@ pub(crate) struct Info {
     verity: Verity,
     oci_root_dir: CString,
     manifest: Digest,
-    /// The metadata blobs, top layer first (kvmalloc'ed, so 8-byte aligned).
-    layers: KVec<KVVec<u8>>,
+    /// The metadata blobs, top layer first.
+    layers: KVec<Metadata>,
     /// Decompressed zstd chunks, given back to memory reclaim on demand.
     chunks: Shrinker<DecompressedChunks>,
     max_ino: u64,
@@ -141,18 +141,17 @@ impl Info {
     /// Runs `f` on the parsed metadata layers (top first).
     ///
     /// Parsing only reads the Cap'n Proto segment tables; each call gets a fresh read budget
-    /// (see the `puzzlefs_format` crate docs), and each layer's inode list is followed once
-    /// per call (following it again would charge the budget for the whole list again).
-    pub(crate) fn with_layers<R>(
-        &self,
-        f: impl for<'a, 'b> FnOnce(&'b Layers<'a>) -> Result<R>,
+    /// (see `puzzlefs_format::paged`).
+    pub(crate) fn with_layers<'s, R>(
+        &'s self,
+        f: impl for<'b> FnOnce(&Layers<'b, 's>) -> Result<R>,
     ) -> Result<R> {
         let mut blobs = KVec::with_capacity(self.layers.len(), GFP_KERNEL)?;
-        for (i, bytes) in self.layers.iter().enumerate() {
-            // Parsed successfully at mount; a failure now would be a bug, not bad data.
-            let blob = MetadataBlob::parse(bytes).map_err(|e| {
+        for (i, meta) in self.layers.iter().enumerate() {
+            // Parsed at mount; a failure now is a page that cannot be read (or a bug).
+            let blob = Blob::parse(meta).map_err(|e| {
                 pr_err_ratelimited!("metadata layer {}: {}\n", i, e);
-                EUCLEAN
+                crate::error::format_errno(&e)
             })?;
             blobs.push(blob, GFP_KERNEL)?;
         }
@@ -160,7 +159,7 @@ impl Info {
         for (i, blob) in blobs.iter().enumerate() {
             let layer = blob.layer().map_err(|e| {
                 pr_err_ratelimited!("metadata layer {}: {}\n", i, e);
-                EUCLEAN
+                crate::error::format_errno(&e)
             })?;
             layers.push(layer, GFP_KERNEL)?;
         }
@@ -186,14 +185,14 @@ impl Info {
     /// Layers are parsed one at a time, without allocating, until one holds the inode; each
     /// gets a fresh read budget (see [`Info::with_layers`]). A whiteout is
     /// [`FormatError::Whiteout`], an inode no layer holds [`FormatError::InodeNotFound`].
-    pub(crate) fn find_inode<R>(
-        &self,
+    pub(crate) fn find_inode<'s, R>(
+        &'s self,
         ino: u64,
-        f: impl for<'a> FnOnce(u32, u32, Inode<'a>) -> Result<R>,
+        f: impl for<'b> FnOnce(u32, u32, Inode<'b, 's>) -> Result<R>,
     ) -> Result<core::result::Result<R, FormatError>> {
         let mut f = Some(f);
-        for (i, bytes) in (0u32..).zip(self.layers.iter()) {
-            let found = MetadataBlob::parse(bytes).and_then(|blob| {
+        for (i, meta) in (0u32..).zip(self.layers.iter()) {
+            let found = Blob::parse(meta).and_then(|blob| {
                 let found = blob.layer()?.find_pos(ino)?;
                 match found {
                     Some((_, inode)) if inode.kind()? == InodeKind::Wht => {
@@ -214,20 +213,20 @@ impl Info {
 
     /// Runs `f` on inode `ino`, which [`Info::find_inode`] found at position `pos` of layer
     /// `layer`: only that layer is parsed (its segment table), with a fresh read budget.
-    pub(crate) fn with_inode<R>(
-        &self,
+    pub(crate) fn with_inode<'s, R>(
+        &'s self,
         ino: u64,
         layer: u32,
         pos: u32,
-        f: impl for<'a> FnOnce(Inode<'a>) -> Result<R>,
+        f: impl for<'b> FnOnce(Inode<'b, 's>) -> Result<R>,
     ) -> Result<R> {
-        let bytes = usize::try_from(layer)
+        let meta = usize::try_from(layer)
             .ok()
             .and_then(|l| self.layers.get(l))
             .ok_or(EINVAL)?;
-        let inode = MetadataBlob::parse(bytes).and_then(|blob| {
+        let inode = Blob::parse(meta).and_then(|blob| {
             let inode = blob.layer()?.inode_at(pos)?;
-            if inode.ino() != ino {
+            if inode.ino()? != ino {
                 return Err(FormatError::Corrupt {
                     what: "inode moved in its layer",
                 });
@@ -492,29 +491,25 @@ pub(crate) fn fill_super(
 
     let mut layers = KVec::with_capacity(count, GFP_KERNEL)?;
     let (mut max_ino, mut metadata_bytes) = (0u64, 0u64);
-    for (digest, file) in &blobs {
+    for (digest, file) in blobs {
         // The total of the sizes read at open is checked above; a blob that grew since then is
         // held to what is left of it.
         let left = MAX_METADATA_TOTAL.saturating_sub(usize::try_from(metadata_bytes)?);
-        let bytes = read_verified(fc, file, "metadata", digest, left)?;
+        let meta = Metadata::Mem(read_verified(fc, &file, "metadata", &digest, left)?);
         {
-            let parsed = MetadataBlob::parse(&bytes).and_then(|m| {
-                let layer = m.layer()?;
-                Ok(layer.max_ino().unwrap_or(0))
-            });
+            let parsed = Blob::parse(&meta).and_then(|m| Ok(m.layer()?.max_ino()?.unwrap_or(0)));
             let top = parsed.map_err(|e| {
                 error(
                     fc,
-                    EUCLEAN,
-                    format_args!("metadata blob {}: {}", HexDigest(digest), e),
+                    crate::error::format_errno(&e),
+                    format_args!("metadata blob {}: {}", HexDigest(&digest), e),
                 )
             })?;
             max_ino = max_ino.max(top);
         }
-        metadata_bytes = metadata_bytes.saturating_add(bytes.len() as u64);
-        layers.push(bytes, GFP_KERNEL)?;
+        metadata_bytes = metadata_bytes.saturating_add(meta.size());
+        layers.push(meta, GFP_KERNEL)?;
     }
-    drop(blobs);
 
     let info = Info {
         blobs: Arc::pin_init(BlobCache::new(), GFP_KERNEL)?,
@@ -544,7 +539,7 @@ pub(crate) fn fill_super(
         )),
         Err(e) => Err(error(
             fc,
-            EUCLEAN,
+            crate::error::format_errno(&e),
             format_args!("image {}: root inode: {}", hex, e),
         )),
     }

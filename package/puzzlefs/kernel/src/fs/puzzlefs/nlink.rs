@@ -23,10 +23,11 @@
 
 #![forbid(unsafe_code)]
 
+use crate::meta::{Blob, Layer, Metadata};
 use kernel::fs::inode::{Params, Type};
 use kernel::prelude::*;
 use kernel::sched::cond_resched;
-use puzzlefs_format::{Error as FormatError, InodeKind, Layer, MetadataBlob};
+use puzzlefs_format::{Error as FormatError, InodeKind, NAME_MAX};
 
 /// Most directory entries counted (4 Mi inode numbers: 32 MiB while the table is made).
 const MAX_COUNTED: usize = 4 << 20;
@@ -57,7 +58,7 @@ impl Nlinks {
     }
 
     /// Counts the names of every inode in `layers` (the metadata blobs, top layer first).
-    pub(crate) fn count(layers: &[KVVec<u8>]) -> Self {
+    pub(crate) fn count(layers: &[Metadata]) -> Self {
         match count(layers) {
             Ok(n) => n,
             Err(Stop::Format(e)) => {
@@ -100,9 +101,9 @@ impl Nlinks {
 
 /// Whether a layer above `layers[i]` holds inode `ino` (so that the copy in layer `i` is
 /// hidden). Each upper blob is parsed afresh: a parse is cheap and brings its own read budget.
-fn held_above(layers: &[KVVec<u8>], i: usize, ino: u64) -> Result<bool, FormatError> {
-    for bytes in layers.iter().take(i) {
-        let blob = MetadataBlob::parse(bytes)?;
+fn held_above(layers: &[Metadata], i: usize, ino: u64) -> Result<bool, FormatError> {
+    for meta in layers.iter().take(i) {
+        let blob = Blob::parse(meta)?;
         if blob.layer()?.find(ino)?.is_some() {
             return Ok(true);
         }
@@ -111,17 +112,19 @@ fn held_above(layers: &[KVVec<u8>], i: usize, ino: u64) -> Result<bool, FormatEr
 }
 
 fn count_layer(
-    layers: &[KVVec<u8>],
+    layers: &[Metadata],
     i: usize,
-    layer: Layer<'_>,
+    layer: Layer<'_, '_>,
     names: &mut KVVec<u64>,
 ) -> Result<(), Stop> {
-    for (n, inode) in layer.inodes().enumerate() {
-        if n % STEP == 0 {
+    let mut name = [0u8; NAME_MAX];
+    for n in 0..layer.len() {
+        if n as usize % STEP == 0 {
             cond_resched();
         }
+        let inode = layer.inode_at(n)?;
         // Other kinds (and damaged inodes) hold no entries.
-        if !matches!(inode.kind(), Ok(InodeKind::Dir)) || held_above(layers, i, inode.ino())? {
+        if !matches!(inode.kind(), Ok(InodeKind::Dir)) || held_above(layers, i, inode.ino()?)? {
             continue;
         }
         let Ok(dir) = inode.dir() else {
@@ -132,7 +135,7 @@ fn count_layer(
                 cond_resched();
             }
             // Entries readdir hides (bad names, inode 0) are no names.
-            match dir.entry(index) {
+            match dir.entry(index, &mut name) {
                 Ok(e) if e.ino != 0 => {
                     if names.len() >= MAX_COUNTED {
                         return Err(Stop::TooMany);
@@ -149,10 +152,10 @@ fn count_layer(
     Ok(())
 }
 
-fn count(layers: &[KVVec<u8>]) -> Result<Nlinks, Stop> {
+fn count(layers: &[Metadata]) -> Result<Nlinks, Stop> {
     let mut names = KVVec::new();
-    for (i, bytes) in layers.iter().enumerate() {
-        let blob = MetadataBlob::parse(bytes)?;
+    for (i, meta) in layers.iter().enumerate() {
+        let blob = Blob::parse(meta)?;
         count_layer(layers, i, blob.layer()?, &mut names)?;
     }
     heapsort(&mut names);

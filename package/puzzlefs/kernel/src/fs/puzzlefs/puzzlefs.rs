@@ -31,7 +31,7 @@
 //! The on-disk format is parsed by the `puzzlefs_format` crate only; this driver maps it to
 //! the VFS: `mount.rs` (options, super block), `inode.rs`, `dir.rs` (lookup, readdir),
 //! `data.rs` (file contents and symlink targets), `xattr.rs`, `decompress.rs` (zstd chunks),
-//! `blob.rs` (open chunk blobs and their fs-verity checks).
+//! `blob.rs` (open chunk blobs and their fs-verity checks), `meta.rs` (the metadata blobs).
 
 #![forbid(unsafe_code)]
 
@@ -54,6 +54,7 @@ mod decompress;
 mod dir;
 mod error;
 mod inode;
+mod meta;
 mod mount;
 mod nlink;
 mod xattr;
