@@ -24,7 +24,11 @@
 #   FS="tmpfs erofs puzzlefs erofs-lz4hc squashfs-zstd puzzlefs-zstd"
 #                     (also erofs-dio: the erofs image mounted -o directio,
 #                     reading its image file with direct I/O)
-#   WORKLOADS="readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k versions"
+#   WORKLOADS="readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k
+#              vmount10 vmount10k vmount100k versions"
+#                     (vmount*: the mount images with fs-verity enabled, in
+#                     the guest at each boot, mounted with verity=require:
+#                     the driver reads their metadata page by page)
 #                     (versions: three versions of debian/ mounted side by
 #                     side and read whole one after the other, cold at the
 #                     start: time, page-cache growth and disk reads of the
@@ -60,7 +64,7 @@ CACHE=${BENCH_CACHE:-$O/bench-cache}
 OUT=${BENCH_OUT:-$O/bench}
 export REPS=${REPS:-3}
 export FS=${FS:-tmpfs erofs puzzlefs erofs-lz4hc squashfs-zstd puzzlefs-zstd}
-export WORKLOADS=${WORKLOADS:-readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k versions}
+export WORKLOADS=${WORKLOADS:-readall stat seq32 seq128 rand neg pos mount10 mount10k mount100k vmount10 vmount10k vmount100k versions}
 export TIMEOUT_S=${TIMEOUT_S:-120}
 export NEG_LOOKUPS=${NEG_LOOKUPS:-20000} POS_LOOKUPS=${POS_LOOKUPS:-20000} RAND_READS=${RAND_READS:-3000}
 MIRROR=${BENCH_MIRROR:-http://deb.debian.org/debian}
@@ -219,14 +223,15 @@ fi
 
 # ---------------------------------------------------------------- the disks
 # "-dx": its directories are hash-indexed (below); older disks were not.
-disk=$CACHE/bench-$pzkey-dx.ext4
+# "v": it has the verity feature (the guest enables fs-verity for vmount*).
+disk=$CACHE/bench-$pzkey-dxv.ext4
 if [ ! -f "$disk" ]; then
 	say "bench disk $disk"
 	rm -f "$CACHE"/bench-*.ext4
 	{ echo "bench tree + images, puzzlefs tool $pzkey"; } >"$CACHE/disk/PZBENCH"
 	kib=$(du -sk "$CACHE/disk" | cut -f1)
 	inodes=$(find "$CACHE/disk" | wc -l)
-	nice -n 10 mkfs.ext4 -q -F -t ext4 -b 4096 -L pzbench -N $((inodes + inodes / 4 + 1000)) \
+	nice -n 10 mkfs.ext4 -q -F -t ext4 -b 4096 -O verity -L pzbench -N $((inodes + inodes / 4 + 1000)) \
 		-E root_owner=0:0 -d "$CACHE/disk" "$disk.tmp" "$((kib + kib / 4 + 262144))K" >/dev/null
 	# mkfs.ext4 -d writes linear directories; the kernel hash-indexes a
 	# directory once it outgrows a block, as an image directory copied or

@@ -13,20 +13,38 @@ PZB=$here/pzbench
 export PZB_TIMEOUT_MS=$((TIMEOUT_S * 1000))
 
 say() { echo "@@bench $*"; }
+want() { # <workload>: is it in WORKLOADS?
+	case " $WORKLOADS " in *" $1 "*) return 0 ;; esac
+	return 1
+}
 
 # The bench data disk: the virtio disk whose root holds PZBENCH. Without a
 # data disk it is /dev/vda, which rcS has already mounted on /disk.
+# Before it is made read-only, fs-verity is enabled on the mount images for
+# vmount* (the disk is a QEMU snapshot: each boot enables it again).
+verity_setup() { # <mount point of the bench disk>
+	want vmount10 || want vmount10k || want vmount100k || return 0
+	for n in 10 10k 100k; do
+		out=$(puzzlefs -q enable-fs-verity "$1/img/pz-m$n/oci" bench 2>&1) ||
+			say "error: enable-fs-verity pz-m$n: $out"
+	done
+}
 mkdir -p /bd
 for d in /dev/vd?; do
 	mp=$(awk -v d="$d" '$1 == d { print $2; exit }' /proc/mounts)
 	if [ -n "$mp" ]; then
+		[ -f "$mp/PZBENCH" ] || continue
+		verity_setup "$mp"
 		# Read-only, so that no ext4 background work (lazy inode
 		# table init) runs during the measurements.
-		[ -f "$mp/PZBENCH" ] && mount -o remount,ro "$mp" && mount --bind "$mp" /bd && break
+		mount -o remount,ro "$mp" && mount --bind "$mp" /bd && break
 		continue
 	fi
-	mount -t ext4 -o ro "$d" /bd 2>/dev/null || continue
-	[ -f /bd/PZBENCH ] && break
+	mount -t ext4 "$d" /bd 2>/dev/null || continue
+	if [ -f /bd/PZBENCH ]; then
+		verity_setup /bd
+		mount -o remount,ro /bd && break
+	fi
 	umount /bd
 done
 [ -f /bd/PZBENCH ] || { say "error: no bench data disk (a virtio disk with /PZBENCH)"; echo "@@bench-end@@"; exit 1; }
@@ -87,10 +105,6 @@ mnt() {
 	esac
 }
 
-want() { # <workload>: is it in WORKLOADS?
-	case " $WORKLOADS " in *" $1 "*) return 0 ;; esac
-	return 1
-}
 
 # bench <workload> <pzbench args...>: REPS cold runs, then REPS warm runs.
 # After a run that timed out, the other runs of that workload are skipped
@@ -189,17 +203,22 @@ fi
 
 # Mount time of puzzlefs images with 10, 10,000 and 100,000 inodes (the
 # mount alone: each run mounts, is timed, then unmounts untimed).
+# vmount*: the same images with fs-verity and verity=require (their metadata
+# is read page by page, not read and hashed whole).
 fs=puzzlefs
-for n in 10 10k 100k; do
-	want "mount$n" || continue
+for wl in mount10 mount10k mount100k vmount10 vmount10k vmount100k; do
+	want "$wl" || continue
 	case " $FS " in *" puzzlefs "*) ;; *) continue ;; esac
+	n=${wl#*mount}
+	opts=$(pzopts "pz-m$n")
+	case $wl in v*) opts=$opts,verity=require ;; esac
 	for mode in cold warm; do
 		rep=1
 		while [ "$rep" -le "$REPS" ]; do
 			[ "$mode" = cold ] && drop
 			echo "@@T"
-			r=$($PZB mount none /b/mt puzzlefs "$(pzopts pz-m$n)" 2>&1) || r="error=$(echo "$r" | tr ' \n' '__')"
-			echo "@@R label=$LABEL fs=$fs wl=mount$n mode=$mode rep=$rep $r"
+			r=$($PZB mount none /b/mt puzzlefs "$opts" 2>&1) || r="error=$(echo "$r" | tr ' \n' '__')"
+			echo "@@R label=$LABEL fs=$fs wl=$wl mode=$mode rep=$rep $r"
 			umount /b/mt 2>/dev/null
 			rep=$((rep + 1))
 		done

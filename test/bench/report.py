@@ -41,6 +41,9 @@ ROWS = [
     ("mount10", "cold", "mount, 10-inode image, cold"),
     ("mount10k", "cold", "mount, 10,000-inode image, cold"),
     ("mount100k", "cold", "mount, 100,000-inode image, cold"),
+    ("vmount10", "cold", "mount, 10-inode image with fs-verity, verity=require, cold"),
+    ("vmount10k", "cold", "mount, 10,000-inode image with fs-verity, verity=require, cold"),
+    ("vmount100k", "cold", "mount, 100,000-inode image with fs-verity, verity=require, cold"),
     ("cache", "cold", "page cache KiB per MiB read (read every file, cold)"),
     ("disk", "cold", "MiB read from the disk (read every file, cold)"),
     ("cpu", "cold", "CPU busy, ms, all CPUs (read every file, cold)"),
@@ -230,6 +233,9 @@ def main():
     tg.append(target("negative lookups cold, puzzlefs time ÷ erofs (≤ 2)", r, lambda x: x <= 2))
     r = ratio(v("puzzlefs", "mount100k/cold"), v("puzzlefs", "mount10/cold"))
     tg.append(target("mount time, 100,000-inode ÷ 10-inode image (≤ 2)", r, lambda x: x <= 2))
+    r = ratio(v("puzzlefs", "vmount100k/cold"), v("puzzlefs", "vmount10/cold"))
+    tg.append(target("mount time with fs-verity (metadata read page by page), 100,000 ÷ 10 inodes (≤ 2)",
+                     r, lambda x: x <= 2))
     c = v("puzzlefs", "cache/cold")
     tg.append(target("puzzlefs page-cache growth, MiB per MiB read (≤ 1.1)", c / 1024 if c is not None else None,
                      lambda x: x <= 1.1))

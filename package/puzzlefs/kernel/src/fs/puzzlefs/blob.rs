@@ -173,6 +173,18 @@ impl Verity {
         self.mode
     }
 
+    /// Whether open blob `digest` has fs-verity and the digest the manifest records for it
+    /// (never under [`Mode::Off`]): every page read from it is then a page of that blob.
+    pub(crate) fn verified(&self, digest: &Digest, file: &RegularFile) -> bool {
+        if self.mode == Mode::Off {
+            return false;
+        }
+        match (file.verity(), self.recorded(digest)) {
+            (Ok(FileVerity::Sha256(actual)), Some(expected)) => actual == *expected,
+            _ => false,
+        }
+    }
+
     fn recorded(&self, blob: &Digest) -> Option<&[u8; SHA256_DIGEST_SIZE]> {
         let i = self.index.binary_search_by(|e| e.0.cmp(blob)).ok()?;
         self.index.get(i).map(|e| &e.1)

@@ -12,6 +12,9 @@
 //!   layers); or a blob is not a regular file.
 //! - `ENOENT` (or the errno of the lookup): `oci_root_dir` or a blob does not exist.
 //! - `EBADMSG`: the manifest or a metadata blob does not hash to its name.
+//! - `EIO`: a blob cannot be read (say, a block fails its fs-verity check); for a metadata
+//!   blob read page by page (see `meta`), one of the pages the mount reads (the segment
+//!   table, the root inode, the last inode).
 //! - `ELOOP`: a blob, or a directory on the way to it below `oci_root_dir`, is a symbolic link
 //!   (never followed: see `PrivateMount::open`).
 //! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, the manifest lists a
@@ -492,10 +495,17 @@ pub(crate) fn fill_super(
     let mut layers = KVec::with_capacity(count, GFP_KERNEL)?;
     let (mut max_ino, mut metadata_bytes) = (0u64, 0u64);
     for (digest, file) in blobs {
-        // The total of the sizes read at open is checked above; a blob that grew since then is
-        // held to what is left of it.
-        let left = MAX_METADATA_TOTAL.saturating_sub(usize::try_from(metadata_bytes)?);
-        let meta = Metadata::Mem(read_verified(fc, &file, "metadata", &digest, left)?);
+        // A blob with the fs-verity digest the manifest records is read page by page as
+        // operations need it (see `meta`); any other is read whole and hashed now.
+        let meta = if verity.verified(&digest, &file) {
+            let len = file.size()?;
+            Metadata::Verified { file, len, digest }
+        } else {
+            // The total of the sizes read at open is checked above; a blob that grew since
+            // then is held to what is left of it.
+            let left = MAX_METADATA_TOTAL.saturating_sub(usize::try_from(metadata_bytes)?);
+            Metadata::Mem(read_verified(fc, &file, "metadata", &digest, left)?)
+        };
         {
             let parsed = Blob::parse(&meta).and_then(|m| Ok(m.layer()?.max_ino()?.unwrap_or(0)));
             let top = parsed.map_err(|e| {

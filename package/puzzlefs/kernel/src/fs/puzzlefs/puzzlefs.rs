@@ -8,13 +8,15 @@
 //!
 //! The image manifest blob `<dir>/blobs/sha256/<hex>` must hash to `image_manifest`; it lists
 //! the metadata layers (Cap'n Proto inode vectors), which are read into memory and verified
-//! at mount. Nothing else is: inodes and directory entries are looked up in the layers on
-//! demand, and file data is read through the page cache, one folio at a time, from the byte
-//! ranges of the chunk blobs that hold it (zstd-compressed chunks are decompressed whole and
-//! kept in a small per-mount cache).
+//! at mount, or, with `verity=on` or `require`, checked by their fs-verity digests and read
+//! page by page as operations need them (`meta.rs`). Nothing else is read at mount: inodes and
+//! directory entries are looked up in the layers on demand, and file data is read through the
+//! page cache, one folio at a time, from the byte ranges of the chunk blobs that hold it
+//! (zstd-compressed chunks are decompressed whole and kept in a small per-mount cache).
 //!
-//! The manifest and metadata are authenticated by that digest. Chunk blobs are opened later, at
-//! read time; `verity=<mode>` (overlayfs's option names and meanings) says how they are checked:
+//! The manifest and metadata are authenticated by that digest (the metadata by the fs-verity
+//! digests the manifest records, when they are used). Chunk blobs are opened later, at read
+//! time; `verity=<mode>` (overlayfs's option names and meanings) says how they are checked:
 //!
 //! - `off` (the default): not at all;
 //! - `on`: a chunk blob with fs-verity enabled must have the fs-verity digest (sha256) that the
