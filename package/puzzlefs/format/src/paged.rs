@@ -96,6 +96,13 @@ pub trait Pages {
     /// an error (e.g. [`Error::Io`]) if it cannot be read. A page shorter
     /// than that range is treated as a read error.
     fn page(&self, index: u64) -> Result<Self::Page<'_>>;
+
+    /// The whole blob, if it is in memory as one slice of [`Pages::len`]
+    /// bytes: readers then take bytes from it directly, without the
+    /// page-by-page path (the same values, at the cost of a slice access).
+    fn as_slice(&self) -> Option<&[u8]> {
+        None
+    }
 }
 
 impl Pages for [u8] {
@@ -113,6 +120,10 @@ impl Pages for [u8] {
         let end = start.saturating_add(PAGE).min(<[u8]>::len(self));
         self.get(start..end).ok_or(Error::Io)
     }
+
+    fn as_slice(&self) -> Option<&[u8]> {
+        Some(self)
+    }
 }
 
 impl<P: Pages + ?Sized> Pages for &P {
@@ -127,6 +138,10 @@ impl<P: Pages + ?Sized> Pages for &P {
 
     fn page(&self, index: u64) -> Result<Self::Page<'_>> {
         (**self).page(index)
+    }
+
+    fn as_slice(&self) -> Option<&[u8]> {
+        (**self).as_slice()
     }
 }
 
@@ -269,6 +284,8 @@ fn struct_words(w: u64) -> (u16, u16, u64) {
 /// to create: parsing reads the segment table only.
 pub struct Blob<'p, P: Pages + ?Sized> {
     pages: &'p P,
+    /// [`Pages::as_slice`], if it is `len` bytes long.
+    whole: Option<&'p [u8]>,
     len: u64,
     segments: u32,
     seg0: Seg,
@@ -286,6 +303,7 @@ impl<'p, P: Pages + ?Sized> Blob<'p, P> {
             .max(MIN_BUDGET_WORDS as u64);
         let mut blob = Blob {
             pages,
+            whole: pages.as_slice().filter(|w| <[u8]>::len(w) as u64 == len),
             len,
             segments: 0,
             seg0: StructR::DEFAULT.seg,
@@ -369,6 +387,15 @@ impl<'p, P: Pages + ?Sized> Blob<'p, P> {
         if end > self.len {
             return Err(Error::Bounds);
         }
+        if let Some(whole) = self.whole {
+            // In memory: one piece (none if empty, as below).
+            let piece = usize::try_from(pos)
+                .ok()
+                .zip(usize::try_from(end).ok())
+                .and_then(|(a, b)| whole.get(a..b))
+                .ok_or(Error::Io)?;
+            return Ok(piece.is_empty() || f(piece));
+        }
         let mut at = pos;
         while at < end {
             let index = at / PAGE_U64;
@@ -409,6 +436,19 @@ impl<'p, P: Pages + ?Sized> Blob<'p, P> {
     }
 
     fn bytes<const N: usize>(&self, pos: u64) -> Result<[u8; N]> {
+        if let Some(whole) = self.whole {
+            // The checks of `visit`, then a copy the compiler inlines: words
+            // and fields are most of what the readers read.
+            let end = pos.checked_add(N as u64).ok_or(Error::Overflow)?;
+            if end > self.len {
+                return Err(Error::Bounds);
+            }
+            return usize::try_from(pos)
+                .ok()
+                .and_then(|p| whole.get(p..)?.first_chunk::<N>())
+                .copied()
+                .ok_or(Error::Io);
+        }
         let mut b = [0u8; N];
         self.read_into(pos, &mut b)?;
         Ok(b)

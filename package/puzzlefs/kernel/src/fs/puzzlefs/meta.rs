@@ -102,6 +102,13 @@ impl Pages for Metadata {
         })?;
         Ok(Page::Read(page))
     }
+
+    fn as_slice(&self) -> Option<&[u8]> {
+        match self {
+            Metadata::Mem(bytes) => Some(bytes.as_slice()),
+            Metadata::Verified { .. } => None,
+        }
+    }
 }
 
 /// The views of the metadata the driver uses.
