@@ -438,8 +438,16 @@ fn walk_paged<P: Pages + ?Sized>(pages: &P, cap: u32, q: &Queries) -> Obs {
 
 fn to_vec<P: Pages + ?Sized>(b: paged::Bytes<'_, '_, P>) -> puzzlefs::format::Result<Vec<u8>> {
     let mut v = vec![0u8; b.len() as usize];
-    b.copy_to(&mut v)?;
-    Ok(v)
+    let copied = b.copy_to(&mut v).map(|_| ());
+    // The piece visitor gives the same bytes, in order, or the same error.
+    let mut pieces = Vec::new();
+    let visited = b.for_each_piece(|p| {
+        assert!(!p.is_empty() && p.len() <= PAGE, "piece of {} bytes", p.len());
+        pieces.extend_from_slice(p);
+        true
+    });
+    assert_eq!(visited.map(|all| (all, &pieces)), copied.map(|()| (true, &v)));
+    copied.map(|()| v)
 }
 
 /// How the two walks compare.

@@ -749,6 +749,14 @@ impl<P: Pages + ?Sized> Bytes<'_, '_, P> {
         Ok(out)
     }
 
+    /// Calls `f` on the bytes in order, in pieces of at most a page (one
+    /// piece for a blob in memory; none if empty), until it returns
+    /// `false`; returns whether every piece was visited. For a reader that
+    /// scans or copies the bytes where they are, without a buffer.
+    pub fn for_each_piece(&self, f: impl FnMut(&[u8]) -> bool) -> Result<bool> {
+        self.blob.visit(self.pos, u64::from(self.len), f)
+    }
+
     /// Compares with `other` bytewise, as slices compare, without a copy.
     pub fn cmp_slice(&self, other: &[u8]) -> Result<Ordering> {
         let mut rest = other;

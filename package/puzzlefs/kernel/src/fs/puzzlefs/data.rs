@@ -305,15 +305,16 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
                 if pos != 0 || len > size {
                     return Err(EIO);
                 }
-                // Copied in small steps: the metadata may be read page by page.
-                let mut buf = [0u8; 256];
-                let mut done = 0usize;
-                while done < len {
-                    let n = target.read_at(done as u32, &mut buf).data(ino)?;
-                    let step = buf.get(..n).filter(|s| !s.is_empty()).ok_or(EIO)?;
-                    folio.write(done, step)?;
-                    done += n;
-                }
+                // Copied from where the target is stored, piece by piece.
+                let (mut done, mut written) = (0usize, Ok(()));
+                target
+                    .for_each_piece(|piece| {
+                        written = folio.write(done, piece);
+                        done += piece.len();
+                        written.is_ok()
+                    })
+                    .data(ino)?;
+                written?;
                 folio.zero(len, size - len)
             }
             InodeKind::File => {

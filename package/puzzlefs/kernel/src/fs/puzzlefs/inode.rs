@@ -251,21 +251,9 @@ pub(crate) fn params(inode: &Inode<'_, '_>) -> Result<Params, FormatError> {
     })
 }
 
-/// Whether `bytes` hold a NUL byte (read in small steps: the metadata may be read page by
-/// page).
+/// Whether `bytes` hold a NUL byte (scanned where they are stored).
 fn has_nul(bytes: &Bytes<'_, '_>) -> Result<bool, FormatError> {
-    let mut buf = [0u8; 128];
-    let mut at = 0u32;
-    loop {
-        let n = bytes.read_at(at, &mut buf)?;
-        let Some(read) = buf.get(..n).filter(|r| !r.is_empty()) else {
-            return Ok(false);
-        };
-        if read.contains(&0) {
-            return Ok(true);
-        }
-        at = at.saturating_add(n as u32);
-    }
+    Ok(!bytes.for_each_piece(|piece| !piece.contains(&0))?)
 }
 
 /// Returns the VFS inode for metadata inode `ino`, from the inode cache or made now.
