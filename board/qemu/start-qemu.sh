@@ -12,9 +12,11 @@ for f in bzImage rootfs.cpio; do
 done
 # The data disk (board/qemu/post-fakeroot.d/99-data-disk.sh), if there is one:
 # snapshot=on keeps guest writes in a temporary overlay, so every boot sees
-# the disk as built.
+# the disk as built. werror/rerror=report: if the host cannot write the
+# overlay (a full disk), the guest gets EIO at once instead of QEMU pausing
+# it, which a test would only see as a timeout.
 # Extra disks for benchmarks come as QEMU arguments after the images dir.
-[ -r "$IMAGES/disk.ext4" ] && set -- -drive "file=$IMAGES/disk.ext4,if=virtio,format=raw,snapshot=on" "$@"
+[ -r "$IMAGES/disk.ext4" ] && set -- -drive "file=$IMAGES/disk.ext4,if=virtio,format=raw,snapshot=on,werror=report,rerror=report" "$@"
 exec qemu-system-x86_64 \
 	-accel "${PUZZLEFS_ACCEL:-tcg}" \
 	-m "${PUZZLEFS_MEM:-1024}" -smp "${PUZZLEFS_SMP:-2}" \
