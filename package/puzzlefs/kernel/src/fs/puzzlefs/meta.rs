@@ -17,6 +17,11 @@
 //!
 //! A page that cannot be read (a block whose check fails, an I/O error) fails the operation
 //! that needed it: `EIO`, with a rate-limited log line naming the blob and the page.
+//!
+//! Each page of a `Verified` blob is read once: the copy is kept ([`Loaded`]) and every later
+//! operation uses it, so that a mount holds at most the whole blob, as `Mem` does, but only
+//! the pages its operations needed (every operation reads the same pages near the top of its
+//! binary searches, over the inodes and over a large directory).
 
 #![forbid(unsafe_code)]
 
@@ -24,8 +29,36 @@ use core::ops::Deref;
 use kernel::fs::file::RegularFile;
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
+use kernel::sync::{new_mutex, Arc, Mutex};
 use puzzlefs_format::paged::{self, Pages, PAGE};
 use puzzlefs_format::{Digest, Error as FormatError, HexDigest};
+
+/// A copy of one page of a `Verified` blob.
+type PageCopy = Arc<KVec<u8>>;
+
+/// The pages of a `Verified` blob read so far, by page number, kept while the image is
+/// mounted. Its file has fs-verity, so a page never changes.
+pub(crate) struct Loaded(Arc<Mutex<KVVec<Option<PageCopy>>>>);
+
+impl Loaded {
+    /// None yet, for a blob of `len` bytes.
+    pub(crate) fn new(len: u64) -> Result<Self> {
+        let pages = usize::try_from(len.div_ceil(PAGE as u64))?;
+        let slots = KVVec::from_elem(None, pages, GFP_KERNEL)?;
+        Ok(Loaded(Arc::pin_init(new_mutex!(slots), GFP_KERNEL)?))
+    }
+
+    fn get(&self, index: usize) -> Option<PageCopy> {
+        self.0.lock().get(index)?.clone()
+    }
+
+    /// Keeps `page` as page `index` (unless another reader kept it first).
+    fn keep(&self, index: usize, page: &PageCopy) {
+        if let Some(slot @ None) = self.0.lock().get_mut(index) {
+            *slot = Some(page.clone());
+        }
+    }
+}
 
 /// One metadata blob.
 pub(crate) enum Metadata {
@@ -39,6 +72,8 @@ pub(crate) enum Metadata {
         /// The size at mount (a file with fs-verity never changes).
         len: u64,
         digest: Digest,
+        /// The pages read so far.
+        loaded: Loaded,
     },
 }
 
@@ -50,10 +85,10 @@ impl Metadata {
 }
 
 /// A page of a [`Metadata`] blob: borrowed from memory, or a copy of the page read from the
-/// blob's page cache (one allocation and copy per page read: an operation reads a few).
+/// blob's page cache (shared with [`Loaded`]).
 pub(crate) enum Page<'a> {
     Mem(&'a [u8]),
-    Read(KVec<u8>),
+    Read(PageCopy),
 }
 
 impl Deref for Page<'_> {
@@ -62,7 +97,7 @@ impl Deref for Page<'_> {
     fn deref(&self) -> &[u8] {
         match self {
             Page::Mem(bytes) => bytes,
-            Page::Read(bytes) => bytes,
+            Page::Read(bytes) => bytes.as_slice(),
         }
     }
 }
@@ -78,16 +113,26 @@ impl Pages for Metadata {
     }
 
     fn page(&self, index: u64) -> puzzlefs_format::Result<Page<'_>> {
-        let (file, len, digest) = match self {
+        let (file, len, digest, loaded) = match self {
             Metadata::Mem(bytes) => {
                 return <[u8] as Pages>::page(bytes.as_slice(), index).map(Page::Mem)
             }
-            Metadata::Verified { file, len, digest } => (file, *len, digest),
+            Metadata::Verified {
+                file,
+                len,
+                digest,
+                loaded,
+            } => (file, *len, digest, loaded),
         };
         let start = index
             .checked_mul(PAGE as u64)
             .filter(|&s| s < len)
             .ok_or(FormatError::Io)?;
+        // `start < len`: the index fits in a usize (the slots were allocated).
+        let slot = usize::try_from(index).map_err(|_| FormatError::Io)?;
+        if let Some(page) = loaded.get(slot) {
+            return Ok(Page::Read(page));
+        }
         // At most `PAGE`: fits in a usize.
         let n = (len - start).min(PAGE as u64) as usize;
         let mut page = KVec::from_elem(0u8, n, GFP_KERNEL).map_err(|_| FormatError::Io)?;
@@ -100,6 +145,8 @@ impl Pages for Metadata {
             );
             FormatError::Io
         })?;
+        let page = Arc::new(page, GFP_KERNEL).map_err(|_| FormatError::Io)?;
+        loaded.keep(slot, &page);
         Ok(Page::Read(page))
     }
 

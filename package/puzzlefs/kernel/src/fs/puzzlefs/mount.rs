@@ -38,7 +38,7 @@
 
 use crate::blob::{self, BlobCache, BlobPath, Verity};
 use crate::decompress::DecompressedChunks;
-use crate::meta::{Blob, Inode, Layer, Metadata};
+use crate::meta::{Blob, Inode, Layer, Loaded, Metadata};
 use crate::nlink::Nlinks;
 use crate::PuzzleFs;
 use core::fmt;
@@ -499,7 +499,12 @@ pub(crate) fn fill_super(
         // operations need it (see `meta`); any other is read whole and hashed now.
         let meta = if verity.verified(&digest, &file) {
             let len = file.size()?;
-            Metadata::Verified { file, len, digest }
+            Metadata::Verified {
+                file,
+                len,
+                digest,
+                loaded: Loaded::new(len)?,
+            }
         } else {
             // The total of the sizes read at open is checked above; a blob that grew since
             // then is held to what is left of it.
