@@ -17,12 +17,23 @@ want() { # <workload>: is it in WORKLOADS?
 	case " $WORKLOADS " in *" $1 "*) return 0 ;; esac
 	return 1
 }
+want_fs() { # <file system>: is it in FS?
+	case " $FS " in *" $1 "*) return 0 ;; esac
+	return 1
+}
 
 # The bench data disk: the virtio disk whose root holds PZBENCH. Without a
 # data disk it is /dev/vda, which rcS has already mounted on /disk.
 # Before it is made read-only, fs-verity is enabled on the mount images for
-# vmount* (the disk is a QEMU snapshot: each boot enables it again).
+# vmount* and on pz-verity, a copy of the plain image, for puzzlefs-verity
+# (the disk is a QEMU snapshot: each boot enables it again).
 verity_setup() { # <mount point of the bench disk>
+	if want_fs puzzlefs-verity; then
+		t0=$(date +%s)
+		out=$(puzzlefs -q enable-fs-verity "$1/img/pz-verity/oci" bench 2>&1) ||
+			say "error: enable-fs-verity pz-verity: $out"
+		say "pz-verity: fs-verity enabled in $(($(date +%s) - t0)) s"
+	fi
 	want vmount10 || want vmount10k || want vmount100k || return 0
 	for n in 10 10k 100k; do
 		out=$(puzzlefs -q enable-fs-verity "$1/img/pz-m$n/oci" bench 2>&1) ||
@@ -101,6 +112,9 @@ mnt() {
 	squashfs-zstd) mount -t squashfs -o loop,ro /bd/img/tree-zstd.sqfs "$2" ;;
 	puzzlefs) $PZB mount none "$2" puzzlefs "$(pzopts pz-plain)" >/dev/null ;;
 	puzzlefs-zstd) $PZB mount none "$2" puzzlefs "$(pzopts pz-zstd)" >/dev/null ;;
+	# A copy of the plain image with fs-verity on every blob: metadata read
+	# page by page, every chunk checked by fs-verity as ext4 reads it.
+	puzzlefs-verity) $PZB mount none "$2" puzzlefs "$(pzopts pz-verity),verity=require" >/dev/null ;;
 	*) say "error: unknown file system $1"; return 1 ;;
 	esac
 }

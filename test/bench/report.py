@@ -16,9 +16,11 @@ import statistics
 import sys
 from pathlib import Path
 
-FS_ORDER = ["tmpfs", "erofs", "erofs-dio", "puzzlefs", "erofs-lz4hc", "squashfs-zstd", "puzzlefs-zstd"]
+FS_ORDER = ["tmpfs", "erofs", "erofs-dio", "puzzlefs", "puzzlefs-verity", "erofs-lz4hc", "squashfs-zstd",
+            "puzzlefs-zstd"]
 FS_TITLE = {
     "tmpfs": "tmpfs", "erofs": "erofs", "erofs-dio": "erofs directio", "puzzlefs": "puzzlefs",
+    "puzzlefs-verity": "puzzlefs verity=require",
     "erofs-lz4hc": "erofs lz4hc",
     "squashfs-zstd": "squashfs zstd", "puzzlefs-zstd": "puzzlefs zstd",
 }
@@ -58,6 +60,7 @@ FIELD_ROWS = {"disk": ("readall", "io_kib", 1024), "cpu": ("readall", "cpu_ms", 
               "vdisk": ("versions", "io_kib", 1024)}
 # Ratio columns: puzzlefs time / peer time (> 1: puzzlefs is slower).
 RATIOS = [("puzzlefs", "tmpfs"), ("puzzlefs", "erofs"), ("puzzlefs", "erofs-dio"),
+          ("puzzlefs-verity", "puzzlefs"),
           ("puzzlefs-zstd", "erofs-lz4hc"), ("puzzlefs-zstd", "squashfs-zstd")]
 
 SEQ_BYTES = {"seq32": 32 << 20, "seq128": 128 << 20}
