@@ -6,6 +6,7 @@
 
 use crate::error::{inode_error, ResultExt};
 use crate::meta::{Bytes, Dir, Inode};
+use crate::sort::heapsort_by;
 use crate::PuzzleFs;
 use kernel::fs::{
     inode::{self, INodeRef, Lookup, Params, Type},
@@ -173,7 +174,9 @@ fn dir_order(dir: &Dir<'_, '_>) -> Result<DirOrder> {
     }
     // Ties are broken by index: an unstable sort gives the stable order.
     let name = |&(start, end, _): &(usize, usize, u32)| text.get(start..end).unwrap_or(&[]);
-    names.sort_unstable_by(|a, b| name(a).cmp(name(b)).then(a.2.cmp(&b.2)));
+    heapsort_by(&mut names, |a, b| {
+        name(a).cmp(name(b)).then(a.2.cmp(&b.2)).is_lt()
+    });
     let mut order = KVVec::with_capacity(n as usize, GFP_KERNEL)?;
     for (_, _, i) in names.iter() {
         order.push(*i, GFP_KERNEL)?;

@@ -24,6 +24,7 @@
 #![forbid(unsafe_code)]
 
 use crate::meta::{Blob, Layer, Metadata};
+use crate::sort::heapsort_by;
 use kernel::fs::inode::{Params, Type};
 use kernel::prelude::*;
 use kernel::sched::cond_resched;
@@ -158,7 +159,7 @@ fn count(layers: &[Metadata]) -> Result<Nlinks, Stop> {
         let blob = Blob::parse(meta)?;
         count_layer(layers, i, blob.layer()?, &mut names)?;
     }
-    heapsort(&mut names);
+    heapsort_by(&mut names, |a, b| a < b);
     let mut table = KVVec::new();
     let mut at = 0;
     while let Some(&ino) = names.get(at) {
@@ -174,41 +175,4 @@ fn count(layers: &[Metadata]) -> Result<Nlinks, Stop> {
         cond_resched();
     }
     Ok(Nlinks(table))
-}
-
-/// In-place heap sort that yields the CPU every [`STEP`] sift-downs (core's sorts cannot).
-fn heapsort(v: &mut [u64]) {
-    let len = v.len();
-    for start in (0..len / 2).rev() {
-        sift_down(v, start, len);
-        if start % STEP == 0 {
-            cond_resched();
-        }
-    }
-    for end in (1..len).rev() {
-        v.swap(0, end);
-        sift_down(v, 0, end);
-        if end % STEP == 0 {
-            cond_resched();
-        }
-    }
-}
-
-/// Moves `v[root]` down the max-heap `v[..end]`.
-fn sift_down(v: &mut [u64], mut root: usize, end: usize) {
-    // `end <= v.len() <= isize::MAX / 8`, so `2 * root + 2` cannot overflow.
-    loop {
-        let mut child = 2 * root + 1;
-        if child >= end {
-            return;
-        }
-        if child + 1 < end && v[child] < v[child + 1] {
-            child += 1;
-        }
-        if v[root] >= v[child] {
-            return;
-        }
-        v.swap(root, child);
-        root = child;
-    }
 }

@@ -59,6 +59,7 @@ mod inode;
 mod meta;
 mod mount;
 mod nlink;
+mod sort;
 mod xattr;
 
 module! {
