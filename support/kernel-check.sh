@@ -4,7 +4,8 @@
 #  1. `make rustfmtcheck`: every Rust file of the tree, ours included, is
 #     formatted as the kernel's .rustfmt.toml wants;
 #  2. `CLIPPY=1`: rust/ (kernel, puzzlefs_format; capnp is
-#     skip_clippy) and fs/puzzlefs/ rebuilt with clippy-driver, no warning;
+#     skip_clippy) and fs/puzzlefs/ rebuilt with clippy-driver, no warning
+#     (clippy's, rustc's, nor a tool's such as objtool's "file.o: warning:");
 #  3. the exported series (support for `make kernel-series`): `git am` onto
 #     the pristine tree, then checkpatch.pl over every patch: no error, and
 #     warnings only LONG_LINE* in vendored (rust/capnp) or
@@ -43,11 +44,11 @@ else
 fi
 
 if kmake CLIPPY=1 -j"$(nproc)" rust/ fs/puzzlefs/ >"$LOG.clippy" 2>&1; then
-	n=$(grep -cE '^(warning|error)' "$LOG.clippy")
+	n=$(grep -cE '^(warning|error)|^[^ ]+: (warning|error): ' "$LOG.clippy")
 	if [ "$n" -eq 0 ]; then
 		ok "CLIPPY=1 rust/ fs/puzzlefs/: no warning"
 	else
-		grep -E -A5 '^(warning|error)' "$LOG.clippy" | head -40 >&2
+		grep -E -A5 '^(warning|error)|^[^ ]+: (warning|error): ' "$LOG.clippy" | head -40 >&2
 		ko "CLIPPY=1: $n warnings (full log $LOG.clippy)"
 	fi
 else
