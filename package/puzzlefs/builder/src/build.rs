@@ -55,6 +55,10 @@ pub struct BuildOptions {
     pub threads: usize,
     /// How file contents are cut into chunks.
     pub chunking: Chunking,
+    /// Store the fs-verity Merkle tree of each metadata layer of more than
+    /// one block as a blob, named in the layer's fs-verity entry, so that
+    /// a reader can check the layer page by page.
+    pub metadata_trees: bool,
     /// Progress reporter.
     pub progress: Progress,
 }
@@ -67,6 +71,7 @@ impl Default for BuildOptions {
             zstd_level: ZSTD_LEVEL,
             threads: 0,
             chunking: Chunking::default(),
+            metadata_trees: true,
             progress: Progress::hidden(),
         }
     }
@@ -406,6 +411,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     let (layer_digest, _) = oci.put_blob(&layer)?;
 
     let mut verity_map: BTreeMap<Digest, [u8; 32]> = BTreeMap::new();
+    let mut trees: HashMap<Digest, Digest> = HashMap::new();
     if let Some(b) = &base_image {
         // The delta reuses every blob of the base: its metadata layers and
         // the chunks of every file of every layer (shadowed ones included,
@@ -416,8 +422,17 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         // refuse a blob whose entry is wrong. A blob this build has just
         // measured (the same digest is the same bytes) or a metadata layer
         // already read is not read again.
+        // The base's metadata layers get a Merkle tree blob if they have
+        // none (built by an older version, or by the other implementation).
         for (r, bytes) in b.layer_refs().iter().zip(b.layer_bytes()) {
-            verity_map.insert(r.digest, verity::measure(bytes));
+            put_metadata_tree(
+                &oci,
+                &r.digest,
+                bytes,
+                opts.metadata_trees,
+                &mut verity_map,
+                &mut trees,
+            )?;
         }
         let known: HashMap<Digest, [u8; 32]> =
             chunks.iter().map(|c| (c.digest, c.verity)).collect();
@@ -457,7 +472,15 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
             verity_map.insert(c.digest, c.verity);
         }
     }
-    verity_map.insert(layer_digest, verity::measure(&layer));
+    let with_tree = opts.metadata_trees;
+    put_metadata_tree(
+        &oci,
+        &layer_digest,
+        &layer,
+        with_tree,
+        &mut verity_map,
+        &mut trees,
+    )?;
     let verity: Vec<(Digest, [u8; 32])> = verity_map.into_iter().collect();
 
     let mut layers = vec![BlobRef {
@@ -468,7 +491,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     if let Some(b) = &base_image {
         layers.extend(b.layer_refs());
     }
-    let manifest = encode_manifest(&layers, &verity);
+    let manifest = encode_manifest(&layers, &verity, &trees);
     let (digest, _) = oci.put_blob(&manifest)?;
     oci.sync()?;
     oci.commit_tag(tag, &digest, manifest.len() as u64, &|| {
@@ -482,6 +505,31 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         manifest_size: manifest.len() as u64,
         stats,
     })
+}
+
+/// Records the fs-verity digest of metadata blob `digest` (holding `bytes`)
+/// and, if `with_tree` and it is larger than one block, stores its Merkle
+/// tree as a blob:
+/// a reader can then check the metadata page by page against the digest
+/// (see `puzzlefs_format::merkle`) instead of hashing it whole before its
+/// first use. The tree blob has an fs-verity entry of its own, so that
+/// `enable-fs-verity` covers it and `gc` keeps it.
+fn put_metadata_tree(
+    oci: &OciDir,
+    digest: &Digest,
+    bytes: &[u8],
+    with_tree: bool,
+    verity_map: &mut BTreeMap<Digest, [u8; 32]>,
+    trees: &mut HashMap<Digest, Digest>,
+) -> Result<()> {
+    let merkle = verity::merkle(bytes);
+    verity_map.insert(*digest, merkle.digest);
+    if with_tree && !merkle.tree.is_empty() {
+        let (tree_digest, _) = oci.put_blob(&merkle.tree)?;
+        verity_map.insert(tree_digest, verity::measure(&merkle.tree));
+        trees.insert(*digest, tree_digest);
+    }
+    Ok(())
 }
 
 /// The fs-verity measurement of each blob of `digests`, read from the OCI

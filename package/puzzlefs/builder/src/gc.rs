@@ -91,7 +91,9 @@ fn reach(img: &Image<'_>, keep: &mut HashSet<Digest>) -> Result<()> {
     let m = img.manifest();
     let at = || format!("manifest {}", HexDigest(&img.digest));
     for e in m.verity_entries().map_err(fmt_at(at()))? {
-        keep.insert(e.map_err(fmt_at(at()))?.digest);
+        let e = e.map_err(fmt_at(at()))?;
+        keep.insert(e.digest);
+        keep.extend(e.merkle_tree);
     }
     // Every inode of every layer, shadowed ones included: a blob stays as
     // long as any layer of a tagged image names it.

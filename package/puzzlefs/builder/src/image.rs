@@ -7,8 +7,8 @@ use std::io::Read;
 use std::sync::{Arc, Mutex};
 
 use puzzlefs_format::{
-    find_inode, BlobRef, ChunkList, Digest, Error as FmtError, File, HexDigest, Inode, InodeKind, Layer,
-    Manifest, MetadataBlob, ROOT_INO,
+    find_inode, BlobRef, ChunkList, Digest, Error as FmtError, File, HexDigest, Inode, InodeKind,
+    Layer, Manifest, MetadataBlob, ROOT_INO,
 };
 
 use crate::error::{fmt_at, Context, Error, Result};

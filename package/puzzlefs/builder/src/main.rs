@@ -33,7 +33,7 @@ enum ChunkingArg {
     /// file keeps its chunks from version to version.
     Files,
     /// One stream over all files: the other implementation's images, byte
-    /// for byte.
+    /// for byte (with --no-metadata-tree).
     Stream,
 }
 
@@ -65,6 +65,11 @@ enum Cmd {
         /// How file contents are cut into chunks.
         #[arg(long, value_enum, default_value_t = ChunkingArg::Files)]
         chunking: ChunkingArg,
+        /// Do not store the fs-verity Merkle trees of the metadata layers
+        /// (the kernel driver then reads and hashes each layer whole at
+        /// mount, as for images of the other implementation).
+        #[arg(long)]
+        no_metadata_tree: bool,
     },
     /// Extract image <tag> of <oci_dir> into <dir>.
     Extract {
@@ -131,6 +136,7 @@ fn run(cli: Cli) -> Result<()> {
             level,
             jobs,
             chunking,
+            no_metadata_tree,
         } => {
             let opts = BuildOptions {
                 base: base_layer,
@@ -141,6 +147,7 @@ fn run(cli: Cli) -> Result<()> {
                     ChunkingArg::Files => puzzlefs::build::Chunking::Files,
                     ChunkingArg::Stream => puzzlefs::build::Chunking::Stream,
                 },
+                metadata_trees: !no_metadata_tree,
                 progress: progress.clone(),
             };
             let out = build(&rootfs, &oci_dir, &tag, &opts)?;

@@ -2,9 +2,12 @@
 //! encoding. Field order of the encoding follows the other implementation so
 //! that the same tree gives byte-identical metadata blobs.
 
+use std::collections::HashMap;
+
 use capnp::message::{Builder, HeapAllocator};
+use puzzlefs_format::manifest_capnp::{rootfs, verity_data};
 use puzzlefs_format::metadata_capnp::{inode, inode_vector};
-use puzzlefs_format::{manifest_capnp::rootfs, BlobRef, Digest, Inode, InodeKind};
+use puzzlefs_format::{BlobRef, Digest, Inode, InodeKind};
 
 /// One chunk reference of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -258,16 +261,21 @@ pub fn encode_layer(inodes: &[InodeRec]) -> Vec<u8> {
     serialize(&msg)
 }
 
-/// Encodes an image manifest: layers top first, verity entries sorted by
-/// digest by the caller.
-pub fn encode_manifest(layers: &[BlobRef], verity: &[(Digest, [u8; 32])]) -> Vec<u8> {
-    let words = 16 + layers.len() * 8 + verity.len() * 12;
-    let mut msg = builder_for(words);
-    {
-        let mut root = msg.init_root::<rootfs::Builder<'_>>();
+/// The writer of manifests without `VerityData.merkleTree`
+/// (`schema/manifest-v1.capnp`).
+#[allow(missing_docs, unreachable_pub, unused, clippy::all, clippy::pedantic)]
+mod manifest_v1_capnp {
+    include!(concat!(env!("OUT_DIR"), "/manifest_v1_capnp.rs"));
+}
+
+/// Fills a `Rootfs` builder of either schema (they share every field but
+/// `merkleTree`); `$tree(entry, digest)` sets what the schema adds.
+macro_rules! fill_rootfs {
+    ($root:expr, $layers:expr, $verity:expr, $tree:expr) => {{
+        let mut root = $root;
         {
-            let mut list = root.reborrow().init_metadatas(len32(layers.len()));
-            for (i, l) in layers.iter().enumerate() {
+            let mut list = root.reborrow().init_metadatas(len32($layers.len()));
+            for (i, l) in $layers.iter().enumerate() {
                 let mut b = list.reborrow().get(len32(i));
                 b.set_digest(&l.digest);
                 b.set_offset(l.offset);
@@ -275,14 +283,50 @@ pub fn encode_manifest(layers: &[BlobRef], verity: &[(Digest, [u8; 32])]) -> Vec
             }
         }
         {
-            let mut list = root.reborrow().init_fs_verity_data(len32(verity.len()));
-            for (i, (d, v)) in verity.iter().enumerate() {
+            let mut list = root.reborrow().init_fs_verity_data(len32($verity.len()));
+            for (i, (d, v)) in $verity.iter().enumerate() {
                 let mut b = list.reborrow().get(len32(i));
                 b.set_digest(d);
                 b.set_verity(v);
+                $tree(b, d);
             }
         }
         root.set_manifest_version(puzzlefs_format::MANIFEST_VERSION);
+    }};
+}
+
+/// Encodes an image manifest: layers top first, verity entries sorted by
+/// digest by the caller; `trees` names the blob holding the Merkle tree of
+/// a blob (of the metadata blobs that have one).
+///
+/// A manifest without trees is laid out as version 1 has always been (the
+/// other implementation's bytes); `merkleTree` makes every fs-verity entry
+/// one pointer longer, even the entries without one.
+pub fn encode_manifest(
+    layers: &[BlobRef],
+    verity: &[(Digest, [u8; 32])],
+    trees: &HashMap<Digest, Digest>,
+) -> Vec<u8> {
+    let words = 16 + layers.len() * 8 + verity.len() * 13 + trees.len() * 5;
+    let mut msg = builder_for(words);
+    if trees.is_empty() {
+        fill_rootfs!(
+            msg.init_root::<manifest_v1_capnp::rootfs::Builder<'_>>(),
+            layers,
+            verity,
+            |_, _| {}
+        );
+    } else {
+        fill_rootfs!(
+            msg.init_root::<rootfs::Builder<'_>>(),
+            layers,
+            verity,
+            |mut b: verity_data::Builder<'_>, d: &Digest| {
+                if let Some(t) = trees.get(d) {
+                    b.set_merkle_tree(t);
+                }
+            }
+        );
     }
     serialize(&msg)
 }

@@ -9,56 +9,74 @@
 //! has no hash blocks at all (its root is the hash of its only data block),
 //! and an empty file has an all-zero root.
 
+use puzzlefs_format::merkle::{descriptor, Tree, HASH_LEN};
 use sha2::{Digest, Sha256};
 
-/// Merkle tree block size (and data block size).
-pub const BLOCK: usize = 4096;
-/// `FS_VERITY_HASH_ALG_SHA256`.
-pub const HASH_ALG_SHA256: u8 = 1;
-/// log2 of [`BLOCK`].
-pub const LOG_BLOCK: u8 = 12;
+pub use puzzlefs_format::merkle::{BLOCK, HASH_ALG_SHA256, LOG_BLOCK};
 
 /// The fs-verity digest of a file holding `data`.
 pub fn measure(data: &[u8]) -> [u8; 32] {
-    descriptor_digest(data.len() as u64, &root_hash(data))
+    let (root, _) = hash_levels(data);
+    descriptor_digest(data.len() as u64, &root)
 }
 
-/// The root hash of the Merkle tree of `data`.
-fn root_hash(data: &[u8]) -> [u8; 32] {
-    if data.is_empty() {
-        return [0u8; 32];
+/// A blob's Merkle tree as fs-verity stores it (top level first), and the
+/// blob's fs-verity digest.
+pub struct Merkle {
+    /// The tree's bytes: empty for a blob of at most one block.
+    pub tree: Vec<u8>,
+    /// The fs-verity digest of the blob.
+    pub digest: [u8; 32],
+}
+
+/// The Merkle tree of `data` (see [`puzzlefs_format::merkle`]).
+pub fn merkle(data: &[u8]) -> Merkle {
+    let (root, levels) = hash_levels(data);
+    let mut tree = Vec::new();
+    // Levels are stored top first, each padded to whole blocks.
+    for level in levels.iter().rev() {
+        tree.extend_from_slice(level);
+        tree.resize(tree.len().next_multiple_of(BLOCK), 0);
     }
-    let mut level: Vec<u8> = Vec::with_capacity(data.len().div_ceil(BLOCK) * 32);
+    debug_assert_eq!(
+        Some(tree.len() as u64),
+        Tree::new(data.len() as u64).ok().map(|t| t.size())
+    );
+    Merkle {
+        tree,
+        digest: descriptor_digest(data.len() as u64, &root),
+    }
+}
+
+/// The root hash of the Merkle tree of `data` and its levels of hashes,
+/// level 0 (the hashes of the data blocks) first: none for a file of at
+/// most one block.
+fn hash_levels(data: &[u8]) -> ([u8; 32], Vec<Vec<u8>>) {
+    if data.is_empty() {
+        return ([0u8; 32], Vec::new());
+    }
+    let mut level: Vec<u8> = Vec::with_capacity(data.len().div_ceil(BLOCK) * HASH_LEN);
     for block in data.chunks(BLOCK) {
         level.extend_from_slice(&hash_block(block));
     }
     // Each level above hashes the blocks of the one below (128 digests per
     // block) until one digest is left; a one-block file stops right here.
-    while level.len() > 32 {
-        let mut next = Vec::with_capacity(level.len().div_ceil(BLOCK) * 32);
+    let mut levels = Vec::new();
+    while level.len() > HASH_LEN {
+        let mut next = Vec::with_capacity(level.len().div_ceil(BLOCK) * HASH_LEN);
         for block in level.chunks(BLOCK) {
             next.extend_from_slice(&hash_block(block));
         }
-        level = next;
+        levels.push(std::mem::replace(&mut level, next));
     }
     let mut root = [0u8; 32];
     root.copy_from_slice(&level);
-    root
+    (root, levels)
 }
 
 /// sha256 of the fs-verity descriptor of a file of `size` bytes.
 fn descriptor_digest(size: u64, root: &[u8; 32]) -> [u8; 32] {
-    // struct fsverity_descriptor: version, hash_algorithm, log_blocksize,
-    // salt_size, 4 reserved bytes, le64 data_size, root_hash[64], salt[32],
-    // 144 reserved bytes.
-    let mut desc = [0u8; 256];
-    desc[0] = 1;
-    desc[1] = HASH_ALG_SHA256;
-    desc[2] = LOG_BLOCK;
-    desc[3] = 0;
-    desc[8..16].copy_from_slice(&size.to_le_bytes());
-    desc[16..48].copy_from_slice(root);
-    Sha256::digest(desc).into()
+    Sha256::digest(descriptor(size, root)).into()
 }
 
 fn hash_block(block: &[u8]) -> [u8; 32] {

@@ -7,7 +7,9 @@ mod common;
 use std::fs;
 
 use common::*;
-use puzzlefs::format::{check_layers, find_inode, BlobRef, ChunkList, Error, Manifest, MetadataBlob};
+use puzzlefs::format::{
+    check_layers, find_inode, BlobRef, ChunkList, Error, Manifest, MetadataBlob,
+};
 use puzzlefs::model::{encode_layer, encode_manifest, FileChunk, InodeRec, Kind};
 use puzzlefs::oci::{Aligned, OciDir};
 use puzzlefs::progress::Progress;
@@ -90,7 +92,7 @@ fn truncated_and_bit_flipped_fixture_blobs() {
 
 #[test]
 fn wrong_version_and_garbage() {
-    let m = encode_manifest(&[], &[]);
+    let m = encode_manifest(&[], &[], &Default::default());
     assert!(Manifest::parse(&Aligned::copy_from(&m)).is_ok());
     let mut bad = m.clone();
     // manifestVersion is the root struct's only data word; find and bump it.
@@ -148,6 +150,7 @@ fn image_with(inodes: &[InodeRec], extra_blobs: &[Vec<u8>]) -> (tempfile::TempDi
             compressed: false,
         }],
         &[],
+        &Default::default(),
     );
     let (md, _) = oci.put_blob(&m).unwrap();
     oci.commit_tag("t", &md, m.len() as u64, &|| {}).unwrap();

@@ -242,7 +242,9 @@ fn walk_capnp(buf: &[u8], cap: u32) -> (Obs, Queries) {
                 });
                 o.insert(k("file.walk"), ans(total.map(|t| (t, walked))));
                 // A range across chunk boundaries, through the shared mapper.
-                let mapped = f.map(1_000, 200_000).and_then(|p| p.collect::<Result<Vec<_>, _>>());
+                let mapped = f
+                    .map(1_000, 200_000)
+                    .and_then(|p| p.collect::<Result<Vec<_>, _>>());
                 o.insert(k("file.map"), ans(mapped));
                 for j in positions(f.chunk_count(), cap) {
                     o.insert(k(&format!("c{j}")), ans(f.chunk(j)));
@@ -385,7 +387,9 @@ fn walk_paged<P: Pages + ?Sized>(pages: &P, cap: u32, q: &Queries) -> Obs {
                 });
                 o.insert(k("file.walk"), ans(total.map(|t| (t, walked))));
                 // A range across chunk boundaries, through the shared mapper.
-                let mapped = f.map(1_000, 200_000).and_then(|p| p.collect::<Result<Vec<_>, _>>());
+                let mapped = f
+                    .map(1_000, 200_000)
+                    .and_then(|p| p.collect::<Result<Vec<_>, _>>());
                 o.insert(k("file.map"), ans(mapped));
                 for j in positions(f.chunk_count(), cap) {
                     o.insert(k(&format!("c{j}")), ans(f.chunk(j)));
@@ -442,11 +446,18 @@ fn to_vec<P: Pages + ?Sized>(b: paged::Bytes<'_, '_, P>) -> puzzlefs::format::Re
     // The piece visitor gives the same bytes, in order, or the same error.
     let mut pieces = Vec::new();
     let visited = b.for_each_piece(|p| {
-        assert!(!p.is_empty() && p.len() <= PAGE, "piece of {} bytes", p.len());
+        assert!(
+            !p.is_empty() && p.len() <= PAGE,
+            "piece of {} bytes",
+            p.len()
+        );
         pieces.extend_from_slice(p);
         true
     });
-    assert_eq!(visited.map(|all| (all, &pieces)), copied.map(|()| (true, &v)));
+    assert_eq!(
+        visited.map(|all| (all, &pieces)),
+        copied.map(|()| (true, &v))
+    );
     copied.map(|()| v)
 }
 

@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -101,6 +102,121 @@ fn verity_entries(oci: &Path, digest: &[u8; 32]) -> Vec<([u8; 32], Vec<u8>)> {
         .collect()
 }
 
+/// The Merkle tree blobs named in manifest `digest`: (blob, tree blob).
+fn trees(oci: &Path, digest: &[u8; 32]) -> HashMap<[u8; 32], [u8; 32]> {
+    let bytes = OciDir::open(oci).unwrap().read_blob(digest).unwrap();
+    let m = Manifest::parse(&bytes).unwrap();
+    m.verity_entries()
+        .unwrap()
+        .filter_map(|v| {
+            let v = v.unwrap();
+            Some((v.digest, v.merkle_tree?))
+        })
+        .collect()
+}
+
+/// `fsverity digest --out-merkle-tree` of `path`.
+fn tool_tree(path: &Path, out: &Path) -> Vec<u8> {
+    let st = Command::new("fsverity")
+        .args(["digest", "--hash-alg=sha256", "--block-size=4096"])
+        .arg(format!("--out-merkle-tree={}", out.display()))
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
+    fs::read(out).unwrap()
+}
+
+/// The Merkle trees the builder stores are the ones fs-verity itself keeps
+/// (as `fsverity digest --out-merkle-tree` writes them), of the size the
+/// format crate's tree shape gives, with the digest the tool reports.
+#[test]
+fn merkle_tree_matches_fsverity_digest_at_boundary_sizes() {
+    const B: usize = 4096;
+    let dir = tempfile::tempdir().unwrap();
+    for n in [
+        0,
+        1,
+        B,
+        B + 1,
+        128 * B,
+        128 * B + 1,
+        (1 << 20) + 1,
+        128 * 128 * B + 1,
+    ] {
+        let data = content(n);
+        let path = dir.path().join(format!("f{n}"));
+        fs::write(&path, &data).unwrap();
+        let m = puzzlefs::verity::merkle(&data);
+        let tool = tool_tree(&path, &dir.path().join(format!("t{n}")));
+        assert!(m.tree == tool, "tree of a file of {n} bytes");
+        assert_eq!(hex::encode(m.digest), tool_digest(&path), "{n} bytes");
+        let shape = puzzlefs::format::merkle::Tree::new(n as u64).unwrap();
+        assert_eq!(shape.size(), m.tree.len() as u64, "{n} bytes");
+    }
+}
+
+/// Each metadata layer of more than one block gets its Merkle tree as a
+/// blob, named in its fs-verity entry (a delta's base layers too), with an
+/// entry of its own; `gc` keeps it; `--no-metadata-tree` stores none.
+#[test]
+fn metadata_layers_get_their_merkle_trees() {
+    let src = tempfile::tempdir().unwrap();
+    let v1 = src.path().join("v1");
+    fs::create_dir_all(&v1).unwrap();
+    // About 100 bytes of metadata an inode: several blocks.
+    for i in 0..300 {
+        fs::write(v1.join(format!("file-{i:04}")), content(i)).unwrap();
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let oci = tmp.path();
+    build(&v1, oci, "v1", &[]);
+    let v2 = src.path().join("v2");
+    copy_tree(&v1, &v2);
+    fs::write(v2.join("new"), content(10)).unwrap();
+    build(&v2, oci, "v2", &["-b", "v1"]);
+    build(&v1, oci, "none", &["--no-metadata-tree"]);
+
+    let dir = OciDir::open(oci).unwrap();
+    for (tag, big_layers) in [("v1", 1), ("v2", 1), ("none", 0)] {
+        let digest = dir.resolve(tag).unwrap();
+        let img = puzzlefs::image::Image::open_tag(&dir, tag).unwrap();
+        let trees = trees(oci, &digest);
+        let entries = verity_entries(oci, &digest);
+        let mut with_tree = 0;
+        for layer in img.layer_refs() {
+            let bytes = blob(oci, &layer.digest);
+            match trees.get(&layer.digest) {
+                Some(t) => {
+                    with_tree += 1;
+                    assert!(bytes.len() > 4096, "{tag}: a tree for one block");
+                    let stored = blob(oci, t);
+                    assert!(stored == puzzlefs::verity::merkle(&bytes).tree, "{tag}");
+                    assert!(entries.iter().any(|(d, _)| d == t), "{tag}: no entry");
+                }
+                None => assert!(
+                    tag == "none" || bytes.len() <= 4096,
+                    "{tag}: layer of {} bytes has no tree",
+                    bytes.len()
+                ),
+            }
+        }
+        assert!(with_tree >= big_layers, "{tag}: {with_tree} trees");
+        assert!(check_entries(oci, tag).is_empty(), "{tag}");
+    }
+    // gc keeps every tree a tag names.
+    ok(&[&"gc", &oci]);
+    for tag in ["v1", "v2"] {
+        for t in trees(oci, &dir.resolve(tag).unwrap()).values() {
+            assert!(dir.blob_path(t).exists(), "{tag}: gc removed a tree");
+        }
+    }
+}
+
 /// Blob `digest` of `oci`, as stored.
 fn blob(oci: &Path, digest: &[u8; 32]) -> Vec<u8> {
     fs::read(OciDir::open(oci).unwrap().blob_path(digest)).unwrap()
@@ -171,13 +287,13 @@ fn rebuilt_fixture_manifests_match_the_other_implementation() {
         &src.path().join("src"),
         oci.path(),
         "plain",
-        &["--chunking", "stream"],
+        &["--chunking", "stream", "--no-metadata-tree"],
     );
     let zstd = build(
         &src.path().join("src"),
         oci.path(),
         "zstd",
-        &["-c", "--chunking", "stream"],
+        &["-c", "--chunking", "stream", "--no-metadata-tree"],
     );
     let fx = fixture().join("oci");
     let fxd = OciDir::open(&fx).unwrap();
@@ -215,7 +331,8 @@ fn rewrite_entry(oci: &Path, tag: &str, blob: &[u8; 32], value: [u8; 32]) {
     let e = entries.iter_mut().find(|(d, _)| d == blob).unwrap();
     assert_ne!(e.1, value);
     e.1 = value;
-    let manifest = puzzlefs::model::encode_manifest(&img.layer_refs(), &entries);
+    let manifest =
+        puzzlefs::model::encode_manifest(&img.layer_refs(), &entries, &trees(oci, &img.digest));
     let (digest, new) = dir.put_blob(&manifest).unwrap();
     assert!(new);
     dir.commit_tag(tag, &digest, manifest.len() as u64, &|| {})

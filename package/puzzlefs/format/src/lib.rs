@@ -93,6 +93,7 @@ mod file;
 mod inode;
 mod layer;
 mod manifest;
+pub mod merkle;
 pub mod paged;
 
 pub use check::{check_layers, CheckStats};

@@ -86,10 +86,15 @@ impl<'a> Manifest<'a> {
         Ok(VerityEntries { list, pos: 0 })
     }
 
-    /// The fs-verity measurement recorded for blob `digest`, if any. Binary
-    /// search when the entries are sorted by digest (as builders write them),
-    /// falling back to a linear scan otherwise.
+    /// The fs-verity measurement recorded for blob `digest`, if any.
     pub fn verity_for(&self, digest: &Digest) -> Result<Option<&[u8]>> {
+        Ok(self.verity_entry_for(digest)?.map(|e| e.verity))
+    }
+
+    /// The fs-verity entry recorded for blob `digest`, if any. Binary search
+    /// when the entries are sorted by digest (as builders write them),
+    /// falling back to a linear scan otherwise.
+    pub fn verity_entry_for(&self, digest: &Digest) -> Result<Option<VerityEntry<'_>>> {
         let list = self.root()?.get_fs_verity_data()?;
         let (mut lo, mut hi) = (0u32, list.len());
         while lo < hi {
@@ -97,14 +102,14 @@ impl<'a> Manifest<'a> {
             let e = list.try_get(mid).ok_or(Error::Bounds)?;
             let d = e.get_digest()?;
             match d.cmp(&digest[..]) {
-                core::cmp::Ordering::Equal => return Ok(Some(e.get_verity()?)),
+                core::cmp::Ordering::Equal => return verity_entry(e).map(Some),
                 core::cmp::Ordering::Less => lo = mid.checked_add(1).ok_or(Error::Overflow)?,
                 core::cmp::Ordering::Greater => hi = mid,
             }
         }
         for e in list.iter() {
             if e.get_digest()? == &digest[..] {
-                return Ok(Some(e.get_verity()?));
+                return verity_entry(e).map(Some);
             }
         }
         Ok(None)
@@ -133,6 +138,9 @@ pub struct VerityEntry<'m> {
     pub digest: Digest,
     /// Its fs-verity measurement (32 bytes for sha256).
     pub verity: &'m [u8],
+    /// The blob holding its Merkle tree (see [`crate::merkle`]), if the
+    /// image stores one.
+    pub merkle_tree: Option<Digest>,
 }
 
 /// Iterator over the fs-verity entries of a manifest.
@@ -154,5 +162,10 @@ fn verity_entry(r: verity_data::Reader<'_>) -> Result<VerityEntry<'_>> {
     Ok(VerityEntry {
         digest: digest_from(r.get_digest()?)?,
         verity: r.get_verity()?,
+        merkle_tree: if r.has_merkle_tree() {
+            Some(digest_from(r.get_merkle_tree()?)?)
+        } else {
+            None
+        },
     })
 }
