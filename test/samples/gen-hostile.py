@@ -52,6 +52,9 @@ import struct
 import subprocess
 import sys
 
+sys.dont_write_bytecode = True  # no __pycache__ in test/samples
+import pzverity  # noqa: E402 (next to this script: sys.path[0])
+
 PUZZLEFS, HELPER, OUT = sys.argv[1:4]
 EUCLEAN = "Structure needs cleaning"
 EIO = "Input/output error"
@@ -236,7 +239,8 @@ class Case:
         self.layer_ref = mroot.items(0)[0]
         p, n = self.layer_ref.data(0)
         self.ldigest = bytes(self.manifest.b[p:p + n]).hex()
-        self.layer = Layer(self.read(self.ldigest))
+        self.lbytes = self.read(self.ldigest)
+        self.layer = Layer(self.lbytes)
         self.mroot = mroot
 
     def path(self, digest):
@@ -296,12 +300,20 @@ class Case:
         struct.pack_into("<I", b, 4, (len(b) - 8) // 8)
         return self.store(bytes(b))
 
-    def commit_layer(self):
-        """Store the changed layer and a manifest naming it; the manifest
-        digest is the case's image_manifest."""
-        new = self.store(bytes(self.layer.m.b))
+    def store_layer(self, data):
+        """Store `data` as the new metadata layer and a manifest naming it
+        instead of the old one, with the layer's fs-verity digest and Merkle
+        tree fixed (pzverity.fix_manifest), as an attacker would: so the
+        driver checks the layer against its own tree and the case reaches the
+        parser; returns the manifest digest, the case's image_manifest."""
+        new = self.store(data)
         m = bytes(self.manifest.b).replace(bytes.fromhex(self.ldigest), bytes.fromhex(new))
+        m = pzverity.fix_manifest(m, self.lbytes, data, self.store)
         return self.store(m)
+
+    def commit_layer(self):
+        """Store the changed layer and a manifest naming it (store_layer)."""
+        return self.store_layer(bytes(self.layer.m.b))
 
     def commit_manifest(self, data=None):
         return self.store(bytes(self.manifest.b) if data is None else data)
@@ -474,10 +486,7 @@ for name, mut, what in (
     ("l-trunc-16", lambda b: b[:16], "metadata layer truncated to 16 bytes"),
 ):
     c = Case(name)
-    data = mut(bytes(c.layer.m.b))
-    new = c.store(data)
-    c.done(c.store(bytes(c.manifest.b).replace(bytes.fromhex(c.ldigest), bytes.fromhex(new))),
-           "mount=" + EUCLEAN, what)
+    c.done(c.store_layer(mut(bytes(c.layer.m.b))), "mount=" + EUCLEAN, what)
 c = Case("l-segsize")
 c.layer.m.put("<I", 4, 0x7FFFFFFF)
 c.done(c.commit_layer(), "mount=" + EUCLEAN, "layer segment size far past the blob")

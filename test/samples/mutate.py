@@ -22,8 +22,10 @@ pointer sizes, offsets, far pointers, null) or of the segment table. Then the
 digests are fixed up: the changed blob is stored under its new sha256 and every
 reference to the old digest (32 raw bytes in metadata and manifest) is rewritten
 in the blobs that refer to it, up to the manifest, whose new digest is what the
-guest mounts. So a mount gets past every hash check and the driver has to cope
-with the bytes themselves.
+guest mounts; a changed metadata layer also gets its fs-verity digest and
+Merkle tree blob fixed in the manifest (pzverity.fix_manifest), or the driver
+would check it against the old layer's tree. So a mount gets past every hash
+check and the driver has to cope with the bytes themselves.
 
 Mutant i depends only on (seed, i) and the images: the same seed gives the
 same mutants, and `mutate.py ... <count> <seed>` with a larger count only adds
@@ -35,6 +37,9 @@ import random
 import shutil
 import struct
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in test/samples
+import pzverity  # noqa: E402 (next to this script: sys.path[0])
 
 HEX = "0123456789abcdef"
 
@@ -291,6 +296,7 @@ def mutate_one(r, oci, manifest, metas, chunks):
             new, what = edit_bytes(r, data)
         nd = oci.put(new)
         m = replace_ref(oci.get(manifest), md, nd)
+        m = pzverity.fix_manifest(m, data, new, oci.put)
         return oci.put(m), f"metadata[{li}] {md[:12]} {what}"
     cd = r.choice(chunks)
     new, what = edit_bytes(r, oci.get(cd))
@@ -299,7 +305,9 @@ def mutate_one(r, oci, manifest, metas, chunks):
     for md in metas:
         data = oci.get(md)
         if bytes.fromhex(cd) in data:
-            m = replace_ref(m, md, oci.put(replace_ref(data, cd, nd)))
+            layer = replace_ref(data, cd, nd)
+            m = replace_ref(m, md, oci.put(layer))
+            m = pzverity.fix_manifest(m, data, layer, oci.put)
     return oci.put(m), f"chunk {cd[:12]} {what}"
 
 

@@ -27,7 +27,7 @@ CACHE=$BUILD_DIR/pzt-corpus
 . "$SAMPLES/real-dirs.sh"
 
 key=$( {
-	cat "$SAMPLES/gen-corpus.sh" "$SAMPLES/real-dirs.sh" "$SAMPLES/gen-hostile.py" "$SAMPLES/pzt-helper.c" "$PUZZLEFS"
+	cat "$SAMPLES/gen-corpus.sh" "$SAMPLES/real-dirs.sh" "$SAMPLES/gen-hostile.py" "$SAMPLES/pzverity.py" "$SAMPLES/pzt-helper.c" "$PUZZLEFS"
 	[ -d "$FIXTURE" ] && (cd "$FIXTURE" && find . -type f | LC_ALL=C sort | xargs sha256sum)
 	(cd "$TARGET_DIR" && real_find -printf '%p %y %m %l\n' | LC_ALL=C sort \
 		&& real_find -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum)
