@@ -21,6 +21,9 @@ pub struct LayerInfo {
     pub inodes: u64,
     /// Whiteout inodes.
     pub whiteouts: u64,
+    /// The blob holding the layer's fs-verity Merkle tree (hex), if the
+    /// image stores one.
+    pub merkle_tree: Option<String>,
 }
 
 /// Summary of one image.
@@ -132,11 +135,17 @@ fn image_info(oci: &OciDir, img: &Image<'_>, tag: &str) -> Result<ImageInfo> {
             .inodes()
             .filter(|i| matches!(i.kind(), Ok(InodeKind::Wht)))
             .count() as u64;
+        let merkle_tree = img
+            .manifest()
+            .verity_entry_for(&r.digest)
+            .map_err(fmt_at(format!("manifest {}", HexDigest(&img.digest))))?
+            .and_then(|e| e.merkle_tree);
         layer_infos.push(LayerInfo {
             digest: hex::encode(r.digest),
             size: blob_size(oci, &r.digest),
             inodes: u64::from(l.len()),
             whiteouts,
+            merkle_tree: merkle_tree.map(hex::encode),
         });
     }
     let mut kinds: BTreeMap<String, u64> = BTreeMap::new();
@@ -215,9 +224,13 @@ pub fn render(r: &Report) -> String {
             i.tag, i.manifest, i.manifest_size, i.verity_entries
         );
         for (n, l) in i.layers.iter().enumerate() {
+            let tree = l
+                .merkle_tree
+                .as_ref()
+                .map_or(String::new(), |t| format!(", Merkle tree {t}"));
             let _ = writeln!(
                 s,
-                "  layer {n}: {} ({} bytes, {} inodes, {} whiteouts)",
+                "  layer {n}: {} ({} bytes, {} inodes, {} whiteouts{tree})",
                 l.digest, l.size, l.inodes, l.whiteouts
             );
         }

@@ -14,6 +14,12 @@
 //!   against the Merkle tree when it reads it from the disk, and a file with fs-verity cannot
 //!   be written, so a page read is a page of the blob the manifest names. A lookup then reads
 //!   O(log n) pages of the blob, and a mount a few, whatever the image's size.
+//! - otherwise, when the image stores the blob's fs-verity Merkle tree as a blob of its own
+//!   (`puzzlefs_format::merkle`): check the tree's top block against the digest the manifest
+//!   records, once, at mount, and each page read (and each tree block on its way to the top)
+//!   against the tree ([`MerkleTree`]): the same pages read as with fs-verity, each hashed
+//!   once. The checks are made on the copies kept, so a file changed under the mount cannot
+//!   slip a page in after its check.
 //!
 //! A page that cannot be read (a block whose check fails, an I/O error) fails the operation
 //! that needed it: `EIO`, with a rate-limited log line naming the blob and the page.
@@ -29,9 +35,14 @@ use core::ops::Deref;
 use kernel::fs::file::RegularFile;
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
+use kernel::sha256;
 use kernel::sync::{new_mutex, Arc, Mutex};
+use puzzlefs_format::merkle::{self, Tree, HASH_LEN};
 use puzzlefs_format::paged::{self, Pages, PAGE};
 use puzzlefs_format::{Digest, Error as FormatError, HexDigest};
+
+// A metadata page is a block of its Merkle tree.
+const _: () = assert!(PAGE == merkle::BLOCK);
 
 /// A copy of one page of a `Verified` blob.
 type PageCopy = Arc<KVec<u8>>;
@@ -65,15 +76,19 @@ pub(crate) enum Metadata {
     /// Read whole at mount and checked against its sha256 (kvmalloc'ed, for as long as the
     /// image is mounted).
     Mem(KVVec<u8>),
-    /// Read page by page from its page cache: its fs-verity digest, checked at mount on this
-    /// open file, is the one the manifest records for the blob.
+    /// Read page by page from its page cache, each page checked before it is used: by
+    /// fs-verity (the file's digest, checked at mount on this open file, is the one the
+    /// manifest records for the blob), or against the blob's Merkle tree (`tree`).
     Verified {
         file: RegularFile,
-        /// The size at mount (a file with fs-verity never changes).
+        /// The size at mount (a file with fs-verity never changes; with `tree`, the size the
+        /// tree was checked for).
         len: u64,
         digest: Digest,
         /// The pages read so far.
         loaded: Loaded,
+        /// The Merkle tree each page is checked against; `None` when `file` has fs-verity.
+        tree: Option<MerkleTree>,
     },
 }
 
@@ -113,7 +128,7 @@ impl Pages for Metadata {
     }
 
     fn page(&self, index: u64) -> puzzlefs_format::Result<Page<'_>> {
-        let (file, len, digest, loaded) = match self {
+        let (file, len, digest, loaded, tree) = match self {
             Metadata::Mem(bytes) => {
                 return <[u8] as Pages>::page(bytes.as_slice(), index).map(Page::Mem)
             }
@@ -122,7 +137,8 @@ impl Pages for Metadata {
                 len,
                 digest,
                 loaded,
-            } => (file, *len, digest, loaded),
+                tree,
+            } => (file, *len, digest, loaded, tree),
         };
         let start = index
             .checked_mul(PAGE as u64)
@@ -145,6 +161,9 @@ impl Pages for Metadata {
             );
             FormatError::Io
         })?;
+        if let Some(tree) = tree {
+            tree.check_page(digest, index, &page)?;
+        }
         let page = Arc::new(page, GFP_KERNEL).map_err(|_| FormatError::Io)?;
         loaded.keep(slot, &page);
         Ok(Page::Read(page))
@@ -156,6 +175,161 @@ impl Pages for Metadata {
             Metadata::Verified { .. } => None,
         }
     }
+}
+
+/// Why a blob's Merkle tree cannot be used (the mount then reads the blob whole).
+pub(crate) enum TreeError {
+    /// The tree file is not the size the blob's tree has.
+    Size(u64, u64),
+    /// Its top block does not give the fs-verity digest the manifest records for the blob.
+    Root,
+    /// A blob of at most one block has no tree.
+    NoTree,
+    /// The tree file cannot be read.
+    Read(Error),
+}
+
+impl core::fmt::Display for TreeError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TreeError::Size(have, want) => write!(f, "{} bytes, not {}", have, want),
+            TreeError::Root => write!(f, "its root is not the recorded fs-verity digest"),
+            TreeError::NoTree => write!(f, "the blob is too small to have one"),
+            TreeError::Read(e) => write!(f, "cannot be read: {:?}", e),
+        }
+    }
+}
+
+impl From<Error> for TreeError {
+    fn from(e: Error) -> Self {
+        TreeError::Read(e)
+    }
+}
+
+impl From<kernel::alloc::AllocError> for TreeError {
+    fn from(e: kernel::alloc::AllocError) -> Self {
+        TreeError::Read(e.into())
+    }
+}
+
+/// The fs-verity Merkle tree of a metadata blob read without fs-verity, from a blob file of
+/// its own, and its blocks checked so far. Its top block is checked at mount, each other
+/// block against its hash in the block above it (checked first) when a page needs it.
+pub(crate) struct MerkleTree {
+    file: RegularFile,
+    /// The tree blob's name, for log lines.
+    name: Digest,
+    shape: Tree,
+    /// The tree blocks checked so far.
+    blocks: Loaded,
+}
+
+/// sha256 of `block` zero-padded to a whole block, as the tree hashes it.
+fn hash_block(block: &[u8]) -> [u8; HASH_LEN] {
+    const ZEROS: [u8; 256] = [0; 256];
+    let mut hash = sha256::Sha256::new();
+    hash.update(block);
+    let mut pad = merkle::BLOCK.saturating_sub(block.len());
+    while pad > 0 {
+        let n = pad.min(ZEROS.len());
+        hash.update(&ZEROS[..n]);
+        pad -= n;
+    }
+    hash.finish()
+}
+
+impl MerkleTree {
+    /// Opens the tree `file` (named `name`) of a blob of `len` bytes whose recorded fs-verity
+    /// digest is `verity`, and checks its top block against it.
+    pub(crate) fn new(
+        file: RegularFile,
+        name: Digest,
+        len: u64,
+        verity: &[u8; HASH_LEN],
+    ) -> core::result::Result<Self, TreeError> {
+        let shape = Tree::new(len).map_err(|_| TreeError::NoTree)?;
+        if shape.levels() == 0 {
+            return Err(TreeError::NoTree);
+        }
+        let size = file.size()?;
+        if size != shape.size() {
+            return Err(TreeError::Size(size, shape.size()));
+        }
+        let mut top = KVec::from_elem(0u8, merkle::BLOCK, GFP_KERNEL)?;
+        file.read_exact_at(&mut top, 0)?;
+        let root = hash_block(&top);
+        if sha256::digest(&merkle::descriptor(len, &root))? != *verity {
+            return Err(TreeError::Root);
+        }
+        let blocks = Loaded::new(shape.size())?;
+        blocks.keep(0, &Arc::new(top, GFP_KERNEL)?);
+        Ok(MerkleTree {
+            file,
+            name,
+            shape,
+            blocks,
+        })
+    }
+
+    /// Tree block `block`, checked: read and checked against the block above it (itself
+    /// checked first) unless it was before.
+    fn block(&self, blob: &Digest, block: u64) -> puzzlefs_format::Result<PageCopy> {
+        let slot = usize::try_from(block).map_err(|_| FormatError::Io)?;
+        if let Some(b) = self.blocks.get(slot) {
+            return Ok(b);
+        }
+        // The top block is kept at mount: every other block has its hash in a block above
+        // it, at most `merkle::MAX_LEVELS` levels up.
+        let at = self.shape.block_hash(block).ok_or(FormatError::Io)?;
+        let above = self.block(blob, at.block)?;
+        let mut data =
+            KVec::from_elem(0u8, merkle::BLOCK, GFP_KERNEL).map_err(|_| FormatError::Io)?;
+        let pos = block
+            .checked_mul(merkle::BLOCK as u64)
+            .ok_or(FormatError::Io)?;
+        let read = self.file.read_exact_at(&mut data, pos);
+        if read.is_err() || !hash_at(&above, at.offset, &hash_block(&data)) {
+            pr_err_ratelimited!(
+                "metadata blob {}: block {} of its Merkle tree {} {}\n",
+                HexDigest(blob),
+                block,
+                HexDigest(&self.name),
+                if read.is_err() {
+                    "cannot be read"
+                } else {
+                    "does not match its hash"
+                }
+            );
+            return Err(FormatError::Io);
+        }
+        let data = Arc::new(data, GFP_KERNEL).map_err(|_| FormatError::Io)?;
+        self.blocks.keep(slot, &data);
+        Ok(data)
+    }
+
+    /// Checks page `index` of blob `blob` against the tree.
+    fn check_page(&self, blob: &Digest, index: u64, page: &[u8]) -> puzzlefs_format::Result<()> {
+        let at = self.shape.data_hash(index).ok_or(FormatError::Io)?;
+        let above = self.block(blob, at.block)?;
+        if !hash_at(&above, at.offset, &hash_block(page)) {
+            pr_err_ratelimited!(
+                "metadata blob {}: page {} does not match its Merkle tree {}\n",
+                HexDigest(blob),
+                index,
+                HexDigest(&self.name)
+            );
+            return Err(FormatError::Io);
+        }
+        Ok(())
+    }
+}
+
+/// Whether `block` holds `hash` at byte `offset`.
+fn hash_at(block: &[u8], offset: usize, hash: &[u8; HASH_LEN]) -> bool {
+    offset
+        .checked_add(HASH_LEN)
+        .and_then(|end| block.get(offset..end))
+        == Some(&hash[..])
 }
 
 /// The views of the metadata the driver uses.

@@ -14,7 +14,9 @@
 //! - `EBADMSG`: the manifest or a metadata blob does not hash to its name.
 //! - `EIO`: a blob cannot be read (say, a block fails its fs-verity check); for a metadata
 //!   blob read page by page (see `meta`), one of the pages the mount reads (the segment
-//!   table, the root inode, the last inode).
+//!   table, the root inode, the last inode), or one that does not match the blob's Merkle
+//!   tree. A tree that cannot be used (missing, of the wrong size, whose root does not give
+//!   the recorded fs-verity digest) is no error: the blob is read whole instead.
 //! - `ELOOP`: a blob, or a directory on the way to it below `oci_root_dir`, is a symbolic link
 //!   (never followed: see `PrivateMount::open`).
 //! - `EUCLEAN`: the manifest or a metadata layer cannot be parsed, the manifest lists a
@@ -38,7 +40,7 @@
 
 use crate::blob::{self, BlobCache, BlobPath, Verity};
 use crate::decompress::DecompressedChunks;
-use crate::meta::{Blob, Inode, Layer, Loaded, Metadata};
+use crate::meta::{Blob, Inode, Layer, Loaded, MerkleTree, Metadata, TreeError};
 use crate::nlink::Nlinks;
 use crate::PuzzleFs;
 use core::fmt;
@@ -58,6 +60,7 @@ use kernel::sha256;
 use kernel::shrinker::Shrinker;
 use kernel::str::CString;
 use kernel::sync::{new_mutex, Arc, Mutex};
+use puzzlefs_format::merkle::HASH_LEN;
 use puzzlefs_format::{
     paged, parse_hex_digest, Digest, Error as FormatError, HexDigest, InodeKind, Manifest,
 };
@@ -363,6 +366,61 @@ fn read_verified(
     Ok(bytes)
 }
 
+/// The Merkle tree of metadata blob `digest` (of `len` bytes), if the manifest (its bytes)
+/// names one and its top block gives the fs-verity digest the manifest records for the blob.
+/// A tree that cannot be used is not a mount error (the blob is read whole and hashed instead, as for an
+/// image without trees): a log line says why. A manifest whose entry for the blob cannot be
+/// read is `EUCLEAN`.
+fn merkle_tree(
+    fc: &FsContext,
+    mount: &PrivateMount,
+    manifest: &[u8],
+    digest: &Digest,
+    len: u64,
+) -> Result<Option<MerkleTree>> {
+    let hex = HexDigest(digest);
+    // A fresh parse, with a fresh read budget: each search charges the whole entry list, and
+    // an image may have 256 layers.
+    let entry = Manifest::parse(manifest).and_then(|m| {
+        let e = m.verity_entry_for(digest)?;
+        Ok(e.and_then(|e| Some((e.merkle_tree?, <[u8; HASH_LEN]>::try_from(e.verity)))))
+    });
+    let entry = entry.map_err(|e| {
+        error(
+            fc,
+            EUCLEAN,
+            format_args!("metadata blob {}: fsVerityData: {}", hex, e),
+        )
+    })?;
+    let Some((tree, verity)) = entry else {
+        return Ok(None);
+    };
+    let Ok(verity) = verity else {
+        pr_err_ratelimited!(
+            "metadata blob {}: recorded fs-verity digest is not a sha256 digest; reading it whole\n",
+            hex
+        );
+        return Ok(None);
+    };
+    let opened = BlobPath::new(&tree)
+        .as_cstr()
+        .and_then(|path| mount.open(path))
+        .map_err(TreeError::Read)
+        .and_then(|tree_file| MerkleTree::new(tree_file, tree, len, &verity));
+    match opened {
+        Ok(t) => Ok(Some(t)),
+        Err(e) => {
+            pr_err_ratelimited!(
+                "metadata blob {}: Merkle tree blob {}: {}; reading the blob whole\n",
+                hex,
+                HexDigest(&tree),
+                e
+            );
+            Ok(None)
+        }
+    }
+}
+
 /// Verifies and loads the image.
 pub(crate) fn fill_super(
     fc: &FsContext,
@@ -495,20 +553,30 @@ pub(crate) fn fill_super(
     let mut layers = KVec::with_capacity(count, GFP_KERNEL)?;
     let (mut max_ino, mut metadata_bytes) = (0u64, 0u64);
     for (digest, file) in blobs {
-        // A blob with the fs-verity digest the manifest records is read page by page as
-        // operations need it (see `meta`); any other is read whole and hashed now.
-        let meta = if verity.verified(&digest, &file) {
-            let len = file.size()?;
+        // A blob with the fs-verity digest the manifest records, or with a Merkle tree that
+        // gives it, is read page by page as operations need it (see `meta`); any other is read
+        // whole and hashed now.
+        // The total of the sizes read at open is checked above; a blob that grew since then is
+        // held to what is left of it (read whole: refused; a tree is checked for the size the
+        // manifest's digest records, so one of another size is not used).
+        let left = MAX_METADATA_TOTAL.saturating_sub(usize::try_from(metadata_bytes)?);
+        let len = file.size()?;
+        let tree = if verity.verified(&digest, &file) {
+            Some(None)
+        } else if usize::try_from(len).is_ok_and(|l| l <= left) {
+            merkle_tree(fc, &mount, &manifest_bytes, &digest, len)?.map(Some)
+        } else {
+            None
+        };
+        let meta = if let Some(tree) = tree {
             Metadata::Verified {
                 file,
                 len,
                 digest,
                 loaded: Loaded::new(len)?,
+                tree,
             }
         } else {
-            // The total of the sizes read at open is checked above; a blob that grew since
-            // then is held to what is left of it.
-            let left = MAX_METADATA_TOTAL.saturating_sub(usize::try_from(metadata_bytes)?);
             Metadata::Mem(read_verified(fc, &file, "metadata", &digest, left)?)
         };
         {
