@@ -19,15 +19,20 @@ proc pzt_env {name default} {
 # or uid:gid), the same seed for all (printed, so a failure replays with
 # `difftest <image> <ops> <seed> [<uid:gid>]` in the guest). An image may be
 # given as <name>:<divisor>: PZT_DIFFTEST_OPS / divisor operations there (a tree
-# whose operations cost more). Every difference is a note; fails with the list of
-# runs that differed or died.
-proc pzt_difftest {images users} {
+# whose operations cost more). <env>, if given, goes before the guest command:
+# DIFFTEST_IMG=<dir> (the images' OCI directories from copies in <dir>) and
+# DIFFTEST_OPTS=<options> (more mount options) of the guest's difftest. Every
+# difference is a note; fails with the list of runs that differed or died.
+# Returns the /proc/mounts line of the image's mount in each run ("" for a run
+# that printed none), image by image, user by user.
+proc pzt_difftest {images users {env ""}} {
 	global pzt_bin
 	set all [pzt_env PZT_DIFFTEST_OPS 20000]
 	set seed [pzt_env PZT_DIFFTEST_SEED [expr {[clock milliseconds] % 1000000007}]]
 	note "pzt-difftest seed $seed, $all operations per image and user"
 	run_ok "modprobe puzzlefs"
 	set bad {}
+	set mounts {}
 	foreach spec $images {
 		lassign [split $spec :] img divisor
 		if {$divisor eq ""} { set divisor 1 }
@@ -36,11 +41,14 @@ proc pzt_difftest {images users} {
 			set u [expr {$user eq "root" ? "" : $user}]
 			set t0 [clock milliseconds]
 			# generous: ~4 ms per operation measured under TCG, x10
-			lassign [run "$pzt_bin/difftest $img $ops $seed $u" [expr {120 + $ops / 25}]] rc out
+			lassign [run [string trim "$env $pzt_bin/difftest $img $ops $seed $u"] [expr {120 + $ops / 25}]] rc out
 			set secs [expr {([clock milliseconds] - $t0) / 1000.0}]
 			set ndiff 0
+			set mounted ""
 			foreach l [split $out "\n"] {
-				if {[string match "DIFF *" $l] || [string match "  ext4: *" $l] || [string match "  puzzlefs: *" $l]} {
+				if {[regexp {^difftest: mounted: (.*)$} $l -> mounted]} {
+					note "$img/$user: $l"
+				} elseif {[string match "DIFF *" $l] || [string match "  ext4: *" $l] || [string match "  puzzlefs: *" $l]} {
 					if {[incr ndiff] <= 30} { note "$img/$user: [string range $l 0 400]" }
 				} elseif {[string match "difftest: *" $l] || [string match "pzt-difftest: *differences" $l]} {
 					note "$img/$user: $l"
@@ -50,10 +58,12 @@ proc pzt_difftest {images users} {
 					note "$img/$user: dmesg: [string trim $l]"
 				}
 			}
+			lappend mounts $mounted
 			if {$rc != 0} { lappend bad "$img/$user (exit $rc)" }
 		}
 	}
 	if {[llength $bad]} { fail "differences or a dead tester (seed $seed, notes above): $bad" }
+	return $mounts
 }
 
 # pzt_mutants: the mutation campaign over every mutant on the data disk (the
