@@ -368,9 +368,9 @@ fn read_verified(
 
 /// The Merkle tree of metadata blob `digest` (of `len` bytes), if the manifest (its bytes)
 /// names one and its top block gives the fs-verity digest the manifest records for the blob.
-/// A tree that cannot be used is not a mount error (the blob is read whole and hashed instead, as for an
-/// image without trees): a log line says why. A manifest whose entry for the blob cannot be
-/// read is `EUCLEAN`.
+/// A tree that cannot be used is not a mount error (the blob is read whole and hashed
+/// instead, as for an image without trees): a log line says why. A manifest whose entry for
+/// the blob cannot be read is `EUCLEAN`.
 fn merkle_tree(
     fc: &FsContext,
     mount: &PrivateMount,
