@@ -9,7 +9,7 @@ PUZZLEFS_SITE = $(BR2_EXTERNAL_PUZZLEFS_PATH)/../package/puzzlefs
 PUZZLEFS_SITE_METHOD = local
 PUZZLEFS_LICENSE = Apache-2.0 or MIT
 PUZZLEFS_LICENSE_FILES = LICENSE-APACHE LICENSE-MIT
-# format/build.rs runs the capnp compiler on the schemas;
+# format/build.rs and builder/build.rs run the capnp compiler on the schemas;
 # host-puzzlefs-crates downloads the crates of Cargo.lock.
 PUZZLEFS_DEPENDENCIES = host-capnproto host-puzzlefs-crates
 HOST_PUZZLEFS_DEPENDENCIES = host-capnproto host-puzzlefs-crates
