@@ -281,12 +281,17 @@ static int manifest(const char *root)
 /* gen_fill: the next n bytes of the stream (state in *pos, *x). */
 static void gen_fill(unsigned char *buf, size_t n, uint64_t seed, uint64_t period, uint64_t *pos, uint64_t *x)
 {
-	for (size_t i = 0; i < n; i++, (*pos)++) {
-		uint64_t in = *pos % period;
-		if (in == 0) *x = seed * 0x9e3779b97f4a7c15ULL + 1;
-		if (in < 8) buf[i] = (*pos / period) >> (8 * in);
-		else { *x ^= *x << 13; *x ^= *x >> 7; *x ^= *x << 17; buf[i] = *x >> 24; }
+	/* One division per call, not per byte: under TCG a 64-bit division
+	 * per byte made a 16 MiB read take seconds. */
+	uint64_t in = *pos % period, index = *pos / period, s = *x;
+	for (size_t i = 0; i < n; i++) {
+		if (in == 0) s = seed * 0x9e3779b97f4a7c15ULL + 1;
+		if (in < 8) buf[i] = index >> (8 * in);
+		else { s ^= s << 13; s ^= s >> 7; s ^= s << 17; buf[i] = s >> 24; }
+		if (++in == period) { in = 0; index++; }
 	}
+	*pos += n;
+	*x = s;
 }
 
 /* print_ok_sha: what `read` prints for the n bytes it read into buf. */
