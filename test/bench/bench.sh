@@ -50,6 +50,12 @@
 #                     build's kernel + module in the same run (same bench disk,
 #                     puzzlefs file systems only); its figures appear as
 #                     "puzzlefs (prev)" columns (BENCH_PREV_LABEL names them)
+#   BENCH_ROUNDS=<n>  boot this build (and the BENCH_IMAGES_PREV build) n times,
+#                     alternating, and report the medians over every round's
+#                     runs: the same build's cold figures move by up to 40%
+#                     from one boot to the next (stop 29's note), so a cur ÷
+#                     prev ratio from one boot each is mostly that noise
+#                     (default 1; console-<label>-<round>.log when n > 1)
 #   BENCH_RA_KB=<n>   set read_ahead_kb of every puzzlefs mount to n (the
 #                     driver's own window otherwise), to compare windows
 #   BENCH_LABEL=cur   name of this build in the JSON, BENCH_OUT=$O/bench
@@ -267,8 +273,9 @@ echo "bench tools" >"$tools/PZTOOLS"
 
 # ---------------------------------------------------------------- the runs
 # boot <label> <images dir> <file systems>: one boot, console in $OUT/console-<label>.log
+# boot <label> <images dir> <file systems> <console log>
 boot() {
-	local label=$1 images=$2 fs=$3
+	local label=$1 images=$2 fs=$3 log=$4
 	{
 		echo "LABEL=$label"
 		echo "REPS=$REPS"
@@ -287,7 +294,7 @@ boot() {
 		local port
 		port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 		gdb=(-gdb "tcp:127.0.0.1:$port")
-		python3 "$here/profile.py" sample "$port" "$OUT/console-$label.log" "$OUT/profile-samples.txt" &
+		python3 "$here/profile.py" sample "$port" "$log" "$OUT/profile-samples.txt" &
 		sampler=$!
 	fi
 	# tsc=reliable: under TCG the clocksource watchdog compares the TSC (host
@@ -295,14 +302,14 @@ boot() {
 	# busy, and falls back to jiffies (4 ms steps at HZ=250): a 3 ms mount
 	# then reads 0 or 4 ms.
 	PUZZLEFS_APPEND="${PUZZLEFS_APPEND:-} tsc=reliable" \
-		PUZZLEFS_MEM=${BENCH_MEM:-4096} nice -n 10 expect "$here/boot.exp" "$images" "$OUT/console-$label.log" \
+		PUZZLEFS_MEM=${BENCH_MEM:-4096} nice -n 10 expect "$here/boot.exp" "$images" "$log" \
 		"${BENCH_MAX_S:-21600}" \
 		-drive "file=$disk,if=virtio,format=raw,snapshot=on${BENCH_DISK_CACHE:+,cache=$BENCH_DISK_CACHE}" \
 		-drive "file=$OUT/tools.ext4,if=virtio,format=raw,snapshot=on" "${gdb[@]}" \
-		|| die "the $label run did not finish (console: $OUT/console-$label.log)"
+		|| die "the $label run did not finish (console: $log)"
 	if [ -n "$sampler" ]; then
 		wait "$sampler" || die "the profiler failed"
-		python3 "$here/profile.py" report "$OUT/console-$label.log" "$OUT/profile-samples.txt" \
+		python3 "$here/profile.py" report "$log" "$OUT/profile-samples.txt" \
 			"$(cat "$O/build/linux-dir")/System.map" "$OUT/profile.md"
 	fi
 }
@@ -314,21 +321,31 @@ for f in "$IMAGES/bzImage" "$IMAGES/rootfs.cpio"; do
 done
 rm -f "$OUT"/console-*.log "$OUT"/profile*
 profile=${BENCH_PROFILE:-}
-boot "${BENCH_LABEL:-cur}" "$IMAGES" "$FS"
-logs=("$OUT/console-${BENCH_LABEL:-cur}.log")
-profile=
-if [ -n "${BENCH_IMAGES_PREV:-}" ]; then
-	pfs=""
-	for f in $FS; do case $f in puzzlefs*) pfs="$pfs $f" ;; esac; done
-	boot "${BENCH_PREV_LABEL:-prev}" "$BENCH_IMAGES_PREV" "${pfs# }"
-	logs+=("$OUT/console-${BENCH_PREV_LABEL:-prev}.log")
-fi
+rounds=${BENCH_ROUNDS:-1}
+case $rounds in '' | *[!0-9]* | 0) die "BENCH_ROUNDS must be a positive number, not '$rounds'" ;; esac
+cur=${BENCH_LABEL:-cur} prev=${BENCH_PREV_LABEL:-prev}
+pfs=""
+for f in $FS; do case $f in puzzlefs*) pfs="$pfs $f" ;; esac; done
+logs=()
+for ((round = 1; round <= rounds; round++)); do
+	sfx=
+	[ "$rounds" -eq 1 ] || sfx=-$round
+	[ "$rounds" -eq 1 ] || say "round $round of $rounds"
+	boot "$cur" "$IMAGES" "$FS" "$OUT/console-$cur$sfx.log"
+	logs+=("$OUT/console-$cur$sfx.log")
+	# Only the first boot is profiled.
+	profile=
+	if [ -n "${BENCH_IMAGES_PREV:-}" ]; then
+		boot "$prev" "$BENCH_IMAGES_PREV" "${pfs# }" "$OUT/console-$prev$sfx.log"
+		logs+=("$OUT/console-$prev$sfx.log")
+	fi
+done
 
 {
 	echo "tree: $(du -sm "$tree/debian" | cut -f1) MiB, $(find "$tree/debian" | wc -l) entries in debian/;" \
 		"big/32M.bin, big/128M.bin; many/ with $(find "$tree/many" -type f | wc -l) entries"
 	echo "images (KiB): $(cd "$img" && du -sk pz-plain pz-zstd tree.erofs tree-lz4hc.erofs tree-zstd.sqfs pz-versions tree-v[123].erofs | awk '{ printf "%s %s, ", $2, $1 }')"
 	echo "guest: $(grep -ho 'kernel [^,]*' "${logs[0]}" | head -n1 | tr -d '\r'), ${BENCH_MEM:-4096} MiB, TCG;" \
-		"REPS=$REPS TIMEOUT_S=$TIMEOUT_S NEG_LOOKUPS=$NEG_LOOKUPS POS_LOOKUPS=$POS_LOOKUPS RAND_READS=$RAND_READS"
+		"REPS=$REPS ROUNDS=$rounds TIMEOUT_S=$TIMEOUT_S NEG_LOOKUPS=$NEG_LOOKUPS POS_LOOKUPS=$POS_LOOKUPS RAND_READS=$RAND_READS"
 } >"$OUT/setup.txt"
 python3 "$here/report.py" "$OUT" "${logs[@]}"
