@@ -53,7 +53,7 @@
 #   BENCH_ROUNDS=<n>  boot this build (and the BENCH_IMAGES_PREV build) n times,
 #                     alternating, and report the medians over every round's
 #                     runs: the same build's cold figures move by up to 40%
-#                     from one boot to the next (stop 29's note), so a cur ÷
+#                     from one boot to the next (README, make bench), so a cur ÷
 #                     prev ratio from one boot each is mostly that noise
 #                     (default 1; console-<label>-<round>.log when n > 1)
 #   BENCH_RA_KB=<n>   set read_ahead_kb of every puzzlefs mount to n (the
@@ -272,8 +272,7 @@ cp "$here/guest.sh" "$tools/guest.sh"
 echo "bench tools" >"$tools/PZTOOLS"
 
 # ---------------------------------------------------------------- the runs
-# boot <label> <images dir> <file systems>: one boot, console in $OUT/console-<label>.log
-# boot <label> <images dir> <file systems> <console log>
+# boot <label> <images dir> <file systems> <console log>: one boot.
 boot() {
 	local label=$1 images=$2 fs=$3 log=$4
 	{
