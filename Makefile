@@ -117,7 +117,7 @@ run: ensure-config
 	@$(MAKE) --no-print-directory all
 	board/qemu/start-qemu.sh $(O)/images
 
-# `make test`: everything, in one go. CASES=<glob> runs a subset of test/cases.
+# `make test`: everything, in one go. CASES='<glob> ...' runs a subset of test/cases.
 test: ensure-config
 	@$(MAKE) --no-print-directory all test-static test-buildroot test-cargo test-suite
 

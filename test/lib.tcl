@@ -28,6 +28,9 @@ proc normal_suite_only {reason} {
 }
 set verdict ""
 set oops_seen ""
+# (milliseconds, command) of each `run` in the current case: the runner names
+# the slowest ones after the case, to show where a suite's time goes.
+set cmd_times {}
 
 # Kernel lines that fail the run wherever they show up on the console.
 set oops_re {(Oops|BUG:|WARNING:|Kernel panic|KASAN|general protection fault|panicked at|blocked for more than|Call Trace:)[^\r\n]*}
@@ -117,6 +120,17 @@ proc cleanup {} {
 	run {cut -d' ' -f2 /proc/mounts | grep -vxF -f /run/pzk-boot-mounts | sort -r | while read -r m; do umount "$m" 2>/dev/null || umount -l "$m"; done; rmmod puzzlefs 2>/dev/null; true} 120
 }
 
+# slowest <n>: the case's n slowest commands, "<seconds>s: <command>" each.
+proc slowest {n} {
+	set out {}
+	foreach t [lrange [lsort -integer -decreasing -index 0 $::cmd_times] 0 [expr {$n - 1}]] {
+		lassign $t ms cmd
+		regsub -all {\s+} $cmd " " cmd
+		lappend out "[format %.1f [expr {$ms / 1000.0}]]s: [string range $cmd 0 100]"
+	}
+	return $out
+}
+
 # run <cmd> ?timeout?: run a shell command in the guest; returns
 # [list <exit status> <output>], output without \r.
 proc run {cmd {timeout_s ""}} {
@@ -144,7 +158,9 @@ proc run {cmd {timeout_s ""}} {
 	}
 	# A command near its timeout is a failure waiting for a busier machine:
 	# say so while it still passes.
-	set secs [expr {([clock milliseconds] - $t0) / 1000}]
+	set ms [expr {[clock milliseconds] - $t0}]
+	lappend ::cmd_times [list $ms $cmd]
+	set secs [expr {$ms / 1000}]
 	if {$secs * 2 > $timeout_s} {
 		note "slow: ${secs}s of its ${timeout_s}s timeout: [string range $cmd 0 120]"
 	}
