@@ -78,17 +78,11 @@ impl<'m> Layer<'m> {
     /// and the position of the first inode numbered `ino` or more.
     fn search(&self, ino: u64) -> Result<(Option<(u32, Inode<'m>)>, u32)> {
         // The builders number a layer's inodes one after the other from its first (the base
-        // layer from 1 without gaps): first try where `ino` is if this layer is numbered so.
-        let first = self.inodes.try_get(0).map(|r| r.get_ino());
-        let guess = first
-            .and_then(|first| ino.checked_sub(first))
-            .and_then(|d| u32::try_from(d).ok());
-        if let Some((at, r)) = guess.and_then(|at| Some((at, self.inodes.try_get(at)?))) {
-            if r.get_ino() == ino {
-                return Ok((Some((at, Inode::new(r))), at));
-            }
-        }
-        crate::search_sorted(self.inodes.len(), ino, |i| {
+        // layer from 1, with a few gaps): the search starts where `ino` is if there are none.
+        let Some(first) = self.inodes.try_get(0).map(|r| r.get_ino()) else {
+            return Ok((None, 0));
+        };
+        crate::search_from_first(self.inodes.len(), ino, first, |i| {
             let inode = self.inode_at(i)?;
             Ok((inode.ino(), inode))
         })

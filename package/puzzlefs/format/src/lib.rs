@@ -147,6 +147,58 @@ fn mid(lo: u32, hi: u32) -> u32 {
     lo.wrapping_add(hi.wrapping_sub(lo).wrapping_shr(1))
 }
 
+/// Most reads of [`search_from_first`] before it searches by halves.
+const GALLOP_READS: u32 = 8;
+
+/// Search of positions `0..len` for `key` in a list whose element 0 has key
+/// `first` and whose keys ascend strictly, as inode numbers do in a layer:
+/// then the element at position `i` has a key of at least `first + i`, so
+/// `key` is at position `key - first` or before it. That position is read
+/// first, then positions below it at doubling distances (at most
+/// [`GALLOP_READS`] reads) until one has a smaller key, then the range left
+/// is searched by halves: for a list numbered with a few gaps (as the
+/// builders number inodes: hard links leave some) a few reads instead of a
+/// binary search of the whole list, and for any other list at most
+/// `GALLOP_READS` more than that. Returns what [`search_sorted`] returns; on
+/// an unsorted list the answer may be a false "absent", never another
+/// element.
+fn search_from_first<T>(
+    len: u32,
+    key: u64,
+    first: u64,
+    mut probe: impl FnMut(u32) -> Result<(u64, T)>,
+) -> Result<(Option<(u32, T)>, u32)> {
+    let Some(guess) = key.checked_sub(first) else {
+        return Ok((None, 0));
+    };
+    // Positions at or past `hi` have keys above `key`.
+    let mut hi = u32::try_from(guess.saturating_add(1))
+        .unwrap_or(u32::MAX)
+        .min(len);
+    let mut lo = 0u32;
+    let mut stride = 1u32;
+    for _ in 0..GALLOP_READS {
+        let Some(at) = hi.checked_sub(stride) else {
+            break;
+        };
+        let (found, element) = probe(at)?;
+        if found == key {
+            return Ok((Some((at, element)), at));
+        }
+        if found < key {
+            lo = at.checked_add(1).ok_or(Error::Overflow)?;
+            break;
+        }
+        hi = at;
+        stride = stride.saturating_mul(2);
+    }
+    let (found, at) = search_sorted(hi.saturating_sub(lo), key, |i| probe(lo.saturating_add(i)))?;
+    Ok((
+        found.map(|(i, element)| (lo.saturating_add(i), element)),
+        lo.saturating_add(at),
+    ))
+}
+
 /// Binary search of positions `0..len` for `key`; `probe(i)` reads the
 /// element at `i` and its key (ascending in a sorted list). Returns the
 /// element and its position if found, and the position of the first element

@@ -38,7 +38,7 @@
 //!
 //! A [`Blob`] is the object of one operation (a lookup, a `readdir` call):
 //! it carries a budget of [`crate::BUDGET_FACTOR`] times the blob's size in
-//! words (at least [`crate::MIN_BUDGET_WORDS`]) and the page it read last.
+//! words (at least [`crate::MIN_BUDGET_WORDS`]) and the last few pages it read.
 //! Each struct, landing pad and `Data` read is charged its size in words, as
 //! capnp charges it; each list element read is charged its size in words
 //! (capnp charges the whole list when the pointer is followed); lists of
@@ -280,8 +280,9 @@ fn struct_words(w: u64) -> (u16, u16, u64) {
 }
 
 /// One metadata blob read through a page source, for one operation: it
-/// holds the read budget and the page read last (see the module docs). Cheap
-/// to create: parsing reads the segment table only.
+/// holds the read budget and the last pages read (see the module docs). Cheap
+/// to create: parsing reads the segment table only, and a blob made from a
+/// [`Header`] reads nothing.
 pub struct Blob<'p, P: Pages + ?Sized> {
     pages: &'p P,
     /// [`Pages::as_slice`], if it is `len` bytes long.
@@ -290,26 +291,41 @@ pub struct Blob<'p, P: Pages + ?Sized> {
     segments: u32,
     seg0: Seg,
     budget: Cell<u64>,
-    cache: Cell<Option<(u64, P::Page<'p>)>>,
+    /// The pages read last, by page index (`NO_PAGE` for none): an operation
+    /// goes back and forth between a few pages (an inode, its chunk list,
+    /// the names it points to), each kept from one `Pages::page` call.
+    cached: [Cell<u64>; CACHED_PAGES],
+    cache: [Cell<Option<P::Page<'p>>>; CACHED_PAGES],
+    /// The slot the next page read replaces.
+    next_slot: Cell<usize>,
+    /// The inode list, when the blob was made from a [`Header`].
+    inodes: Option<ListR>,
 }
+
+/// What [`Blob::parse`] and [`Blob::layer`] read (the segment table, the
+/// root, the inode list's pointer), kept from a first parse: the [`Blob`] of
+/// each later operation is then made from it ([`Blob::from_header`]) without
+/// reading them again. Plain data, to be kept as long as the blob does not
+/// change.
+#[derive(Clone, Copy, Debug)]
+pub struct Header {
+    len: u64,
+    segments: u32,
+    seg0: Seg,
+    inodes: ListR,
+}
+
+/// Pages a [`Blob`] keeps.
+const CACHED_PAGES: usize = 4;
+/// No page cached in a slot (no page has this index: pages are 4 KiB).
+const NO_PAGE: u64 = u64::MAX;
 
 impl<'p, P: Pages + ?Sized> Blob<'p, P> {
     /// Reads the segment table of the blob `pages` holds.
     pub fn parse(pages: &'p P) -> Result<Self> {
         let len = pages.len();
-        let words = len / 8;
-        let budget = words
-            .saturating_mul(BUDGET_FACTOR as u64)
-            .max(MIN_BUDGET_WORDS as u64);
-        let mut blob = Blob {
-            pages,
-            whole: pages.as_slice().filter(|w| <[u8]>::len(w) as u64 == len),
-            len,
-            segments: 0,
-            seg0: StructR::DEFAULT.seg,
-            budget: Cell::new(budget),
-            cache: Cell::new(None),
-        };
+        let mut blob = Self::unparsed(pages);
+        let budget = blob.budget_left();
         let count = u64::from(blob.table_u32(0)?)
             .checked_add(1)
             .ok_or(Error::Overflow)?;
@@ -348,8 +364,80 @@ impl<'p, P: Pages + ?Sized> Blob<'p, P> {
         Ok(blob)
     }
 
+    /// A blob of `pages` of which nothing is read yet: a fresh budget, no
+    /// page kept.
+    fn unparsed(pages: &'p P) -> Self {
+        let len = pages.len();
+        let budget = (len / 8)
+            .saturating_mul(BUDGET_FACTOR as u64)
+            .max(MIN_BUDGET_WORDS as u64);
+        Blob {
+            pages,
+            whole: pages.as_slice().filter(|w| <[u8]>::len(w) as u64 == len),
+            len,
+            segments: 0,
+            seg0: StructR::DEFAULT.seg,
+            budget: Cell::new(budget),
+            cached: [const { Cell::new(NO_PAGE) }; CACHED_PAGES],
+            cache: [const { Cell::new(None) }; CACHED_PAGES],
+            next_slot: Cell::new(0),
+            inodes: None,
+        }
+    }
+
+    /// What parsing this blob and finding its inode list read, to make the
+    /// blob of a later operation from ([`Blob::from_header`]).
+    pub fn header(&self) -> Result<Header> {
+        Ok(Header {
+            len: self.len,
+            segments: self.segments,
+            seg0: self.seg0,
+            inodes: self.layer()?.inodes,
+        })
+    }
+
+    /// The blob `header` was taken from (the same bytes in `pages`), with a
+    /// fresh read budget and no page kept, made without reading a page: it
+    /// answers as a blob made by [`Blob::parse`] does, without reading (or
+    /// charging) the segment table and the root again. [`Error::Bounds`] if
+    /// `pages` is not the size the header was taken at.
+    pub fn from_header(pages: &'p P, header: &Header) -> Result<Self> {
+        let mut blob = Self::unparsed(pages);
+        if blob.len != header.len {
+            return Err(Error::Bounds);
+        }
+        blob.segments = header.segments;
+        blob.seg0 = header.seg0;
+        blob.inodes = Some(header.inodes);
+        Ok(blob)
+    }
+
+    /// The file at `place`, taken from a [`File`] of this blob (of another
+    /// blob, it reads other bytes, checked as any).
+    pub fn file_at(&self, place: &FilePlace) -> File<'_, 'p, P> {
+        File {
+            blob: self,
+            ino: place.ino,
+            chunks: place.chunks,
+        }
+    }
+
+    /// The directory at `place`, taken from a [`Dir`] of this blob (as
+    /// [`Blob::file_at`]).
+    pub fn dir_at(&self, place: &DirPlace) -> Dir<'_, 'p, P> {
+        Dir {
+            blob: self,
+            ino: place.ino,
+            entries: place.entries,
+            look_below: place.look_below,
+        }
+    }
+
     /// The inode list of this blob.
     pub fn layer(&self) -> Result<Layer<'_, 'p, P>> {
+        if let Some(inodes) = self.inodes {
+            return Ok(Layer { blob: self, inodes });
+        }
         // capnp checks (and charges) the root pointer's word first.
         in_seg(self.seg0, 0, 1)?;
         self.charge(1)?;
@@ -379,6 +467,32 @@ impl<'p, P: Pages + ?Sized> Blob<'p, P> {
 
     // ---- bytes through pages ----
 
+    /// Runs `f` on page `index`, kept in the blob's cache or read now (and
+    /// then kept, in place of the page read longest ago).
+    fn with_page<R>(&self, index: u64, f: impl FnOnce(&[u8]) -> R) -> Result<R> {
+        for (at, slot) in self.cached.iter().zip(&self.cache) {
+            if at.get() != index {
+                continue;
+            }
+            // `None` only if `f` reads the blob again (no caller does): the
+            // page is then read again below.
+            if let Some(page) = slot.take() {
+                let r = f(&page);
+                slot.set(Some(page));
+                return Ok(r);
+            }
+        }
+        let page = self.pages.page(index)?;
+        let r = f(&page);
+        let k = self.next_slot.get() % CACHED_PAGES;
+        self.next_slot.set(k.wrapping_add(1));
+        if let (Some(at), Some(slot)) = (self.cached.get(k), self.cache.get(k)) {
+            at.set(index);
+            slot.set(Some(page));
+        }
+        Ok(r)
+    }
+
     /// Calls `f` on the bytes `pos .. pos + len` of the blob, one piece per
     /// page, until it returns `false`; returns whether every piece was
     /// visited.
@@ -403,16 +517,9 @@ impl<'p, P: Pages + ?Sized> Blob<'p, P> {
             let piece = end
                 .saturating_sub(at)
                 .min(PAGE_U64.saturating_sub(at % PAGE_U64)) as usize;
-            let cached = self.cache.take();
-            let page = match cached {
-                Some((i, p)) if i == index => p,
-                other => {
-                    drop(other);
-                    self.pages.page(index)?
-                }
-            };
-            let go = page.get(off..off.saturating_add(piece)).map(&mut f);
-            self.cache.set(Some((index, page)));
+            let go = self.with_page(index, |page| {
+                page.get(off..off.saturating_add(piece)).map(&mut f)
+            })?;
             match go {
                 None => return Err(Error::Io),
                 Some(false) => return Ok(false),
@@ -447,6 +554,19 @@ impl<'p, P: Pages + ?Sized> Blob<'p, P> {
                 .ok()
                 .and_then(|p| whole.get(p..)?.first_chunk::<N>())
                 .copied()
+                .ok_or(Error::Io);
+        }
+        // Within one page (most reads): copied out of it directly.
+        let off = (pos % PAGE_U64) as usize;
+        if off.saturating_add(N) <= PAGE {
+            let end = pos.checked_add(N as u64).ok_or(Error::Overflow)?;
+            if end > self.len {
+                return Err(Error::Bounds);
+            }
+            return self
+                .with_page(pos / PAGE_U64, |page| {
+                    page.get(off..).and_then(|p| p.first_chunk::<N>()).copied()
+                })?
                 .ok_or(Error::Io);
         }
         let mut b = [0u8; N];
@@ -815,6 +935,11 @@ pub struct Layer<'b, 'p, P: Pages + ?Sized> {
 copy_view!(Layer);
 
 impl<'b, 'p, P: Pages + ?Sized> Layer<'b, 'p, P> {
+    /// The blob the layer is read from.
+    pub fn blob(&self) -> &'b Blob<'p, P> {
+        self.blob
+    }
+
     /// Number of inodes in the layer.
     pub fn len(&self) -> u32 {
         self.inodes.count
@@ -854,25 +979,14 @@ impl<'b, 'p, P: Pages + ?Sized> Layer<'b, 'p, P> {
         Ok(self.search(ino)?.0)
     }
 
-    /// As [`crate::Layer`]'s: the position the builders' numbering gives
-    /// first, then a binary search.
+    /// As [`crate::Layer`]'s: from the position the builders' numbering
+    /// gives (`search_from_first`).
     #[allow(clippy::type_complexity)]
     fn search(&self, ino: u64) -> Result<(Option<(u32, Inode<'b, 'p, P>)>, u32)> {
-        let first = match self.try_at(0)? {
-            Some(i) => Some(i.ino()?),
-            None => None,
+        let Some(first) = self.try_at(0)? else {
+            return Ok((None, 0));
         };
-        let guess = first
-            .and_then(|first| ino.checked_sub(first))
-            .and_then(|d| u32::try_from(d).ok());
-        if let Some(at) = guess {
-            if let Some(r) = self.try_at(at)? {
-                if r.ino()? == ino {
-                    return Ok((Some((at, r)), at));
-                }
-            }
-        }
-        crate::search_sorted(self.inodes.count, ino, |i| {
+        crate::search_from_first(self.inodes.count, ino, first.ino()?, |i| {
             let inode = self.inode_at(i)?;
             Ok((inode.ino()?, inode))
         })
@@ -1175,7 +1289,26 @@ pub struct Dir<'b, 'p, P: Pages + ?Sized> {
 
 copy_view!(Dir);
 
+/// Where a directory's entry list is in its blob (plain data, from
+/// [`Dir::place`]): kept, it makes the directory's [`Dir`] again
+/// ([`Blob::dir_at`]) without finding the inode and its entry list.
+#[derive(Clone, Copy, Debug)]
+pub struct DirPlace {
+    ino: u64,
+    entries: ListR,
+    look_below: bool,
+}
+
 impl<'b, 'p, P: Pages + ?Sized> Dir<'b, 'p, P> {
+    /// Where this directory's entry list is.
+    pub fn place(&self) -> DirPlace {
+        DirPlace {
+            ino: self.ino,
+            entries: self.entries,
+            look_below: self.look_below,
+        }
+    }
+
     /// Inode number of the directory itself.
     pub fn ino(&self) -> u64 {
         self.ino
@@ -1281,6 +1414,25 @@ pub struct File<'b, 'p, P: Pages + ?Sized> {
 }
 
 copy_view!(File);
+
+/// Where a regular file's chunk list is in its blob (plain data, from
+/// [`File::place`]): kept, it makes the file's [`File`] again
+/// ([`Blob::file_at`]) without finding the inode and its chunk list.
+#[derive(Clone, Copy, Debug)]
+pub struct FilePlace {
+    ino: u64,
+    chunks: ListR,
+}
+
+impl<'b, 'p, P: Pages + ?Sized> File<'b, 'p, P> {
+    /// Where this file's chunk list is.
+    pub fn place(&self) -> FilePlace {
+        FilePlace {
+            ino: self.ino,
+            chunks: self.chunks,
+        }
+    }
+}
 
 impl<P: Pages + ?Sized> File<'_, '_, P> {
     /// Inode number of the file.
