@@ -134,6 +134,9 @@ pub(crate) struct Info {
     manifest: Digest,
     /// The metadata blobs, top layer first.
     layers: KVec<Metadata>,
+    /// What parsing each of `layers` at mount read (same order): each operation makes its
+    /// [`Blob`] from it, without reading the segment table and the root again.
+    headers: KVec<paged::Header>,
     /// Decompressed zstd chunks, given back to memory reclaim on demand.
     chunks: Shrinker<DecompressedChunks>,
     max_ino: u64,
@@ -144,18 +147,24 @@ pub(crate) struct Info {
 }
 
 impl Info {
-    /// Runs `f` on the parsed metadata layers (top first).
-    ///
-    /// Parsing only reads the Cap'n Proto segment tables; each call gets a fresh read budget
-    /// (see `puzzlefs_format::paged`).
+    /// The blob of layer `i` for one operation: a fresh read budget (see
+    /// `puzzlefs_format::paged`), made from what its parse at mount read.
+    fn blob(&self, i: usize) -> puzzlefs_format::Result<Blob<'_>> {
+        match (self.layers.get(i), self.headers.get(i)) {
+            (Some(meta), Some(header)) => Blob::from_header(meta, header),
+            _ => Err(FormatError::Bounds),
+        }
+    }
+
+    /// Runs `f` on the metadata layers (top first), each with a fresh read budget.
     pub(crate) fn with_layers<'s, R>(
         &'s self,
         f: impl for<'b> FnOnce(&Layers<'b, 's>) -> Result<R>,
     ) -> Result<R> {
         let mut blobs = KVec::with_capacity(self.layers.len(), GFP_KERNEL)?;
-        for (i, meta) in self.layers.iter().enumerate() {
-            // Parsed at mount; a failure now is a page that cannot be read (or a bug).
-            let blob = Blob::parse(meta).map_err(|e| {
+        for i in 0..self.layers.len() {
+            // Parsed at mount: a failure now is a bug.
+            let blob = self.blob(i).map_err(|e| {
                 pr_err_ratelimited!("metadata layer {}: {}\n", i, e);
                 crate::error::format_errno(&e)
             })?;
@@ -188,7 +197,7 @@ impl Info {
     /// Finds inode `ino` (the top-most layer holding it wins, as in `find_inode`) and runs `f`
     /// on it with its layer index and position there (what [`Info::with_inode`] takes).
     ///
-    /// Layers are parsed one at a time, without allocating, until one holds the inode; each
+    /// Layers are searched one at a time, without allocating, until one holds the inode; each
     /// gets a fresh read budget (see [`Info::with_layers`]). A whiteout is
     /// [`FormatError::Whiteout`], an inode no layer holds [`FormatError::InodeNotFound`].
     pub(crate) fn find_inode<'s, R>(
@@ -197,8 +206,8 @@ impl Info {
         f: impl for<'b> FnOnce(u32, u32, Inode<'b, 's>) -> Result<R>,
     ) -> Result<core::result::Result<R, FormatError>> {
         let mut f = Some(f);
-        for (i, meta) in (0u32..).zip(self.layers.iter()) {
-            let found = Blob::parse(meta).and_then(|blob| {
+        for (i, k) in (0u32..).zip(0..self.layers.len()) {
+            let found = self.blob(k).and_then(|blob| {
                 let found = blob.layer()?.find_pos(ino)?;
                 match found {
                     Some((_, inode)) if inode.kind()? == InodeKind::Wht => {
@@ -218,7 +227,7 @@ impl Info {
     }
 
     /// Runs `f` on inode `ino`, which [`Info::find_inode`] found at position `pos` of layer
-    /// `layer`: only that layer is parsed (its segment table), with a fresh read budget.
+    /// `layer`: only that layer is read, with a fresh read budget.
     pub(crate) fn with_inode<'s, R>(
         &'s self,
         ino: u64,
@@ -226,11 +235,11 @@ impl Info {
         pos: u32,
         f: impl for<'b> FnOnce(Inode<'b, 's>) -> Result<R>,
     ) -> Result<R> {
-        let meta = usize::try_from(layer)
+        let layer = usize::try_from(layer)
             .ok()
-            .and_then(|l| self.layers.get(l))
+            .filter(|&l| l < self.layers.len())
             .ok_or(EINVAL)?;
-        let inode = Blob::parse(meta).and_then(|blob| {
+        let inode = self.blob(layer).and_then(|blob| {
             let inode = blob.layer()?.inode_at(pos)?;
             if inode.ino()? != ino {
                 return Err(FormatError::Corrupt {
@@ -551,6 +560,7 @@ pub(crate) fn fill_super(
     }
 
     let mut layers = KVec::with_capacity(count, GFP_KERNEL)?;
+    let mut headers = KVec::with_capacity(count, GFP_KERNEL)?;
     let (mut max_ino, mut metadata_bytes) = (0u64, 0u64);
     for (digest, file) in blobs {
         // A blob with the fs-verity digest the manifest records, or with a Merkle tree that
@@ -580,8 +590,9 @@ pub(crate) fn fill_super(
             Metadata::Mem(read_verified(fc, &file, "metadata", &digest, left)?)
         };
         {
-            let parsed = Blob::parse(&meta).and_then(|m| Ok(m.layer()?.max_ino()?.unwrap_or(0)));
-            let top = parsed.map_err(|e| {
+            let parsed = Blob::parse(&meta)
+                .and_then(|m| Ok((m.layer()?.max_ino()?.unwrap_or(0), m.header()?)));
+            let (top, header) = parsed.map_err(|e| {
                 error(
                     fc,
                     crate::error::format_errno(&e),
@@ -589,6 +600,7 @@ pub(crate) fn fill_super(
                 )
             })?;
             max_ino = max_ino.max(top);
+            headers.push(header, GFP_KERNEL)?;
         }
         metadata_bytes = metadata_bytes.saturating_add(meta.size());
         layers.push(meta, GFP_KERNEL)?;
@@ -601,6 +613,7 @@ pub(crate) fn fill_super(
         oci_root_dir: dir,
         manifest: manifest_digest,
         layers,
+        headers,
         chunks: Shrinker::register(
             c_str!("puzzlefs-chunks"),
             Arc::pin_init(DecompressedChunks::new(), GFP_KERNEL)?,
