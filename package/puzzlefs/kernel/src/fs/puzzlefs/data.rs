@@ -33,7 +33,8 @@ use puzzlefs_format::{ChunkList, Digest, HexDigest, InodeKind, Piece, Pieces};
 /// Pieces filled between two `cond_resched()` calls.
 const RESCHED_EVERY: usize = 64;
 
-/// Where to start mapping file offset `pos`: the last indexed chunk starting at or before it.
+/// Where to start mapping file offset `pos`: the last indexed chunk starting at or before it
+/// (chunk 0 if none is indexed).
 fn hint(starts: &[u64], pos: u64) -> (u32, u64) {
     // Number of indexed chunks that start at or before `pos` (chunk 0 starts at 0).
     let k = starts.partition_point(|&s| s <= pos);
@@ -297,6 +298,11 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
     let data = inode.data();
     let pos = u64::try_from(folio.pos())?;
     let size = folio.size();
+    if let Extra::File { starts, place } = &data.extra {
+        return info.with_blob(data.layer, |blob| {
+            Filler::new(info, ino, &blob.file_at(place), starts, pos, size)?.fill(folio)
+        });
+    }
     info.with_inode(ino, data.layer, data.pos, |i| {
         match i.kind().inode(ino)? {
             InodeKind::Lnk => {
@@ -317,13 +323,6 @@ pub(crate) fn read_folio(inode: &INode<PuzzleFs>, folio: &mut LockedFolio<'_>) -
                 written?;
                 folio.zero(len, size - len)
             }
-            InodeKind::File => {
-                let Extra::File { starts } = &data.extra else {
-                    return Err(EIO);
-                };
-                let file = i.file().data(ino)?;
-                Filler::new(info, ino, &file, starts, pos, size)?.fill(folio)
-            }
             _ => Err(EIO),
         }
     })
@@ -334,15 +333,14 @@ pub(crate) fn readahead(inode: &INode<PuzzleFs>, ra: &mut Readahead<'_>) -> Resu
     let ino = inode.ino();
     let info = inode.super_block().data();
     let data = inode.data();
-    let Extra::File { starts } = &data.extra else {
+    let Extra::File { starts, place } = &data.extra else {
         // Not a regular file: the folios are left to read_folio.
         return Ok(());
     };
     let pos = u64::try_from(ra.pos())?;
     let len = ra.len();
-    info.with_inode(ino, data.layer, data.pos, |i| {
-        let file = i.file().data(ino)?;
-        let mut filler = Filler::new(info, ino, &file, starts, pos, len)?;
+    info.with_blob(data.layer, |blob| {
+        let mut filler = Filler::new(info, ino, &blob.file_at(place), starts, pos, len)?;
         ra.for_each_folio(|folio| filler.fill(folio))
     })
 }

@@ -9,7 +9,7 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{inode_error, ResultExt};
-use crate::inode::{iget, DirOrder, Extra};
+use crate::inode::{iget, DirOrder, Extra, LazyOrder};
 use crate::meta::Dir;
 use crate::PuzzleFs;
 use core::cmp::Ordering;
@@ -67,32 +67,41 @@ fn search(dir: &Dir<'_, '_>, order: &DirOrder, name: &[u8]) -> Result<Option<u64
     dir.entry_ino(index).map(Some)
 }
 
+/// The inode number `name` has in `dir`, whose name order `order` keeps.
+fn find(dir: &Dir<'_, '_>, order: &LazyOrder, name: &[u8]) -> Result<Option<u64>> {
+    let dir_ino = dir.ino();
+    let order = order.get(dir)?;
+    match &*order {
+        DirOrder::Damaged => {
+            pr_err_ratelimited!("inode {}: directory with an unreadable name\n", dir_ino);
+            Err(EUCLEAN)
+        }
+        DirOrder::TooLarge => {
+            pr_err_ratelimited!("inode {}: unsorted directory too large\n", dir_ino);
+            Err(EUCLEAN)
+        }
+        order => search(dir, order, name).inode(dir_ino),
+    }
+}
+
 /// Looks `name` up in `parent`.
 pub(crate) fn lookup(parent: &INode<PuzzleFs>, name: &[u8]) -> Result<Option<INodeRef<PuzzleFs>>> {
     if name.len() > NAME_MAX {
         return Err(ENAMETOOLONG);
     }
     let sb = parent.super_block();
+    let info = sb.data();
     let dir_ino = parent.ino();
     let data = parent.data();
-    let Extra::Dir(order) = &data.extra else {
+    let Extra::Dir { order, place } = &data.extra else {
         return Err(ENOTDIR);
     };
-    let ino = sb.data().with_inode(dir_ino, data.layer, data.pos, |i| {
-        let dir = i.dir().inode(dir_ino)?;
-        let order = order.get(&dir)?;
-        match &*order {
-            DirOrder::Damaged => {
-                pr_err_ratelimited!("inode {}: directory with an unreadable name\n", dir_ino);
-                Err(EUCLEAN)
-            }
-            DirOrder::TooLarge => {
-                pr_err_ratelimited!("inode {}: unsorted directory too large\n", dir_ino);
-                Err(EUCLEAN)
-            }
-            order => search(&dir, order, name).inode(dir_ino),
-        }
-    })?;
+    let ino = match place {
+        Some(place) => info.with_blob(data.layer, |blob| find(&blob.dir_at(place), order, name)),
+        None => info.with_inode(dir_ino, data.layer, data.pos, |i| {
+            find(&i.dir().inode(dir_ino)?, order, name)
+        }),
+    }?;
     let Some(ino) = ino else {
         return Ok(None);
     };
@@ -111,6 +120,10 @@ pub(crate) fn lookup(parent: &INode<PuzzleFs>, name: &[u8]) -> Result<Option<INo
 /// that no entry index can reach, list nothing.
 pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> Result {
     let dir_ino = dir.ino();
+    let data = dir.data();
+    let Extra::Dir { place, .. } = &data.extra else {
+        return Err(ENOTDIR);
+    };
     let Some(start) = emitter
         .pos()
         .checked_sub(2)
@@ -119,7 +132,10 @@ pub(crate) fn read_dir(dir: &INode<PuzzleFs>, emitter: &mut DirEmitter<'_>) -> R
         return Ok(());
     };
     dir.super_block().data().with_layers(|blobs| {
-        let d = blobs.find(dir_ino).and_then(|i| i.dir()).inode(dir_ino)?;
+        let d = match place {
+            Some(place) => blobs.dir_at(data.layer, place)?,
+            None => blobs.find(dir_ino).and_then(|i| i.dir()).inode(dir_ino)?,
+        };
         // Per layer, where the search for the last entry's inode ended: the builders number a
         // directory's entries one after the other, so the next one is found there, without a
         // binary search of the layer.

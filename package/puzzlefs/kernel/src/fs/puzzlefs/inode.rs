@@ -5,7 +5,7 @@
 #![forbid(unsafe_code)]
 
 use crate::error::{inode_error, ResultExt};
-use crate::meta::{Bytes, Dir, Inode};
+use crate::meta::{Bytes, Dir, File, Inode};
 use crate::sort::heapsort_by;
 use crate::PuzzleFs;
 use kernel::fs::{
@@ -16,6 +16,7 @@ use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
 use kernel::sched::cond_resched;
 use kernel::sync::{new_mutex, Arc, Mutex};
+use puzzlefs_format::paged::{DirPlace, FilePlace};
 use puzzlefs_format::{Error as FormatError, InodeKind};
 
 /// One file offset of a chunk start is kept per this many chunks ([`InodeData`]).
@@ -76,10 +77,20 @@ impl LazyOrder {
 /// What an inode's operations need beyond the VFS inode, found once when the inode is made.
 pub(crate) enum Extra {
     /// Regular file: `starts[k]` is the file offset of chunk `k * CHUNK_STRIDE`, so mapping a
-    /// folio is a binary search plus fewer than `CHUNK_STRIDE` chunk steps.
-    File { starts: KVVec<u64> },
-    /// Directory.
-    Dir(LazyOrder),
+    /// folio is a binary search plus fewer than `CHUNK_STRIDE` chunk steps (empty for a file of
+    /// at most `CHUNK_STRIDE` chunks, which every mapping walks from chunk 0: most files, whose
+    /// inodes then allocate nothing for it); `place` is where its chunk list is in the layer,
+    /// so that a read does not find the inode again.
+    File {
+        starts: KVVec<u64>,
+        place: FilePlace,
+    },
+    /// Directory: its name order, and where its entry list is in the layer (`None` if it
+    /// cannot be read: lookups and readdir then find the inode again and report the damage).
+    Dir {
+        order: LazyOrder,
+        place: Option<DirPlace>,
+    },
     /// Anything else.
     Other,
 }
@@ -94,12 +105,16 @@ pub(crate) struct InodeData {
     pub(crate) extra: Extra,
 }
 
-/// Builds the chunk-start index of a regular file; fails on a zero-length chunk (the format's
-/// writers never make one, and a list of them would let one folio walk without bound).
-fn chunk_starts(ino: u64, inode: &Inode<'_, '_>) -> Result<KVVec<u64>> {
-    let file = inode.file().inode(ino)?;
+/// Builds the chunk-start index of a regular file and finds its size (one walk of its chunk
+/// list); fails on a zero-length chunk (the format's writers never make one, and a list of them
+/// would let one folio walk without bound).
+fn chunk_starts(ino: u64, file: &File<'_, '_>) -> Result<(KVVec<u64>, u64)> {
     let count = file.chunk_count();
-    let mut starts = KVVec::with_capacity((count / CHUNK_STRIDE + 1) as usize, GFP_KERNEL)?;
+    let indexed = count > CHUNK_STRIDE;
+    let mut starts = KVVec::new();
+    if indexed {
+        starts.reserve((count / CHUNK_STRIDE + 1) as usize, GFP_KERNEL)?;
+    }
     let mut alloc = Ok(());
     let walked = file.for_each_chunk(|i, start, len| {
         if len == 0 {
@@ -107,7 +122,7 @@ fn chunk_starts(ino: u64, inode: &Inode<'_, '_>) -> Result<KVVec<u64>> {
                 what: "zero-length chunk",
             });
         }
-        if i % CHUNK_STRIDE == 0 {
+        if indexed && i % CHUNK_STRIDE == 0 {
             // Capacity was reserved above; a failure is kept and reported below.
             if let Err(e) = starts.push(start, GFP_KERNEL) {
                 alloc = Err(e);
@@ -115,9 +130,9 @@ fn chunk_starts(ino: u64, inode: &Inode<'_, '_>) -> Result<KVVec<u64>> {
         }
         Ok(())
     });
-    walked.inode(ino)?;
+    let size = walked.inode(ino)?;
     alloc?;
-    Ok(starts)
+    Ok((starts, size))
 }
 
 /// Checks a directory's name order (see [`DirOrder`]).
@@ -184,30 +199,50 @@ fn dir_order(dir: &Dir<'_, '_>) -> Result<DirOrder> {
     Ok(DirOrder::Index(order))
 }
 
-/// The per-inode data of `inode`, at position `pos` of layer `layer`.
-fn inode_data(layer: u32, pos: u32, ino: u64, inode: &Inode<'_, '_>) -> Result<InodeData> {
+/// The per-inode data of `inode`, at position `pos` of layer `layer`, and the size of a
+/// regular file.
+fn inode_data(
+    layer: u32,
+    pos: u32,
+    ino: u64,
+    inode: &Inode<'_, '_>,
+) -> Result<(InodeData, Option<u64>)> {
+    let mut size = None;
     let extra = match inode.kind().inode(ino)? {
-        InodeKind::File => Extra::File {
-            starts: chunk_starts(ino, inode)?,
-        },
+        InodeKind::File => {
+            let file = inode.file().inode(ino)?;
+            let (starts, bytes) = chunk_starts(ino, &file)?;
+            size = Some(bytes);
+            Extra::File {
+                starts,
+                place: file.place(),
+            }
+        }
         // A directory whose entry list cannot be read is still made: readdir and lookups then
         // report the damage.
-        InodeKind::Dir => Extra::Dir(match inode.dir() {
-            Ok(_) => LazyOrder::new()?,
+        InodeKind::Dir => match inode.dir() {
+            Ok(dir) => Extra::Dir {
+                order: LazyOrder::new()?,
+                place: Some(dir.place()),
+            },
             Err(FormatError::Io) => return Err(EIO),
-            Err(_) => LazyOrder::damaged()?,
-        }),
+            Err(_) => Extra::Dir {
+                order: LazyOrder::damaged()?,
+                place: None,
+            },
+        },
         _ => Extra::Other,
     };
-    Ok(InodeData { layer, pos, extra })
+    Ok((InodeData { layer, pos, extra }, size))
 }
 
-/// The VFS description of a metadata inode.
+/// The VFS description of a metadata inode; `file_size` is a regular file's size, found by
+/// [`inode_data`].
 ///
 /// Time stamps are 0 (the format has none), directories have one link (the number is not
 /// stored, and 1 is what tools read as "unknown"), as have files: hard links share one inode
 /// number, hence one inode, but their count is not stored either.
-pub(crate) fn params(inode: &Inode<'_, '_>) -> Result<Params, FormatError> {
+fn params(inode: &Inode<'_, '_>, file_size: Option<u64>) -> Result<Params, FormatError> {
     let corrupt = |what| FormatError::Corrupt { what };
     let dev = |rdev: Option<puzzlefs_format::Rdev>| -> Result<(u32, u32), FormatError> {
         let rdev = rdev.ok_or(corrupt("device without numbers"))?;
@@ -220,7 +255,7 @@ pub(crate) fn params(inode: &Inode<'_, '_>) -> Result<Params, FormatError> {
     };
     let (typ, size) = match inode.kind()? {
         InodeKind::Dir => (Type::Dir, 0),
-        InodeKind::File => (Type::Reg, inode.file()?.size()?),
+        InodeKind::File => (Type::Reg, file_size.ok_or(FormatError::Io)?),
         InodeKind::Lnk => {
             let target = inode
                 .symlink_target()?
@@ -270,10 +305,11 @@ pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<INodeRef<Puzzl
         Lookup::New(new) => new,
     };
     let found = sb.data().find_inode(ino, |layer, pos, inode| {
-        let params = params(&inode)
+        let (data, size) = inode_data(layer, pos, ino, &inode)?;
+        let params = params(&inode, size)
             .map(|p| sb.data().apply_nlink(ino, p))
             .inode(ino)?;
-        Ok((params, inode_data(layer, pos, ino, &inode)?))
+        Ok((params, data))
     })?;
     let (params, data) = match found {
         Ok(found) => found,

@@ -338,3 +338,4 @@ pub(crate) type Layer<'b, 'p> = paged::Layer<'b, 'p, Metadata>;
 pub(crate) type Inode<'b, 'p> = paged::Inode<'b, 'p, Metadata>;
 pub(crate) type Dir<'b, 'p> = paged::Dir<'b, 'p, Metadata>;
 pub(crate) type Bytes<'b, 'p> = paged::Bytes<'b, 'p, Metadata>;
+pub(crate) type File<'b, 'p> = paged::File<'b, 'p, Metadata>;

@@ -40,7 +40,7 @@
 
 use crate::blob::{self, BlobCache, BlobPath, Verity};
 use crate::decompress::DecompressedChunks;
-use crate::meta::{Blob, Inode, Layer, Loaded, MerkleTree, Metadata, TreeError};
+use crate::meta::{Blob, Dir, Inode, Layer, Loaded, MerkleTree, Metadata, TreeError};
 use crate::nlink::Nlinks;
 use crate::PuzzleFs;
 use core::fmt;
@@ -61,6 +61,7 @@ use kernel::shrinker::Shrinker;
 use kernel::str::CString;
 use kernel::sync::{new_mutex, Arc, Mutex};
 use puzzlefs_format::merkle::HASH_LEN;
+use puzzlefs_format::paged::DirPlace;
 use puzzlefs_format::{
     paged, parse_hex_digest, Digest, Error as FormatError, HexDigest, InodeKind, Manifest,
 };
@@ -114,6 +115,15 @@ impl<'b, 'p> Layers<'b, 'p> {
         hints: &mut [u32],
     ) -> puzzlefs_format::Result<Inode<'b, 'p>> {
         paged::find_inode_hinted(self.0.iter().copied(), ino, hints)
+    }
+
+    /// The directory at `place` of layer `layer` (see `paged::DirPlace`).
+    pub(crate) fn dir_at(&self, layer: u32, place: &DirPlace) -> Result<Dir<'b, 'p>> {
+        let layer = usize::try_from(layer)
+            .ok()
+            .and_then(|l| self.0.get(l))
+            .ok_or(EINVAL)?;
+        Ok(layer.blob().dir_at(place))
     }
 
     /// The number of layers.
@@ -252,6 +262,24 @@ impl Info {
             Ok(r) => r,
             Err(e) => Err(crate::error::inode_error(ino, e)),
         }
+    }
+
+    /// Runs `f` on the blob of layer `layer` (with a fresh read budget), for the reads of a
+    /// file whose place in it the inode keeps.
+    pub(crate) fn with_blob<'s, R>(
+        &'s self,
+        layer: u32,
+        f: impl for<'b> FnOnce(&'b Blob<'s>) -> Result<R>,
+    ) -> Result<R> {
+        let layer = usize::try_from(layer)
+            .ok()
+            .filter(|&l| l < self.layers.len())
+            .ok_or(EINVAL)?;
+        let blob = self.blob(layer).map_err(|e| {
+            pr_err_ratelimited!("metadata layer {}: {}\n", layer, e);
+            crate::error::format_errno(&e)
+        })?;
+        f(&blob)
     }
 
     /// The decompressed-chunk cache.
