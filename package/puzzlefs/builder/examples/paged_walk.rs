@@ -3,7 +3,8 @@
 //! metadata blob read page by page through a page source like the driver's (each page copied
 //! once, kept behind a mutex, shared by reference count). Prints the operations and `page()`
 //! calls made; run under `valgrind --tool=callgrind` it counts the instructions of the paged
-//! reader, repeatably, to compare two versions of it (README.md, "Benchmarks").
+//! reader, repeatably, to compare two versions of it (README.md, "Benchmarks"). The calls
+//! are the driver's copied by hand: a change to what the driver reads belongs here too.
 //!
 //! Usage: paged_walk <metadata blob> [<name of a directory below the root>]
 

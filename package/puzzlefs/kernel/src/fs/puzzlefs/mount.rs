@@ -264,8 +264,8 @@ impl Info {
         }
     }
 
-    /// Runs `f` on the blob of layer `layer` (with a fresh read budget), for the reads of a
-    /// file whose place in it the inode keeps.
+    /// Runs `f` on the blob of layer `layer` (with a fresh read budget), for the operations on
+    /// a file or directory whose list's place in it the inode keeps.
     pub(crate) fn with_blob<'s, R>(
         &'s self,
         layer: u32,
