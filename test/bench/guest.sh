@@ -1,7 +1,7 @@
 #!/bin/sh
 # `make bench`, guest side (busybox sh): mounts each file system built from
-# the bench tree, runs every workload through pzbench (cold = after
-# sync + drop_caches, warm = right after), prints one line per run:
+# the bench tree, runs every workload through pzbench (cold = after a new
+# mount and sync + drop_caches, warm = right after), prints one line per run:
 #   @@R label=L fs=F wl=W mode=cold|warm rep=N ms=... ops=... bytes=... cached_kib=... timeout=0|1
 # and @@bench-end@@ when done. The host (test/bench/report.py) takes the medians.
 # Settings come from params.sh next to this script (written by bench.sh).
@@ -95,6 +95,28 @@ drop() {
 	echo 3 >/proc/sys/vm/drop_caches
 }
 
+# ra: BENCH_RA_KB, the readahead window of puzzlefs mounts (their bdi is
+# puzzlefs-<n>; the mount of the previous file system is gone).
+ra() {
+	[ -n "${RA_KB:-}" ] || return 0
+	for b in /sys/class/bdi/puzzlefs-*/read_ahead_kb; do
+		[ -f "$b" ] && echo "$RA_KB" >"$b" && say "$b: $(cat "$b")"
+	done
+	return 0
+}
+
+# cold: what a cold run starts from: the file system mounted again, then the
+# caches dropped. drop_caches alone leaves what a mount keeps for itself:
+# puzzlefs keeps each metadata page it read and checked, and the link counts,
+# for as long as it is mounted. tmpfs is not mounted again (its files would
+# be gone).
+cold() {
+	if [ "$fs" != tmpfs ]; then
+		umount $m && mnt "$fs" $m && ra || return 1
+	fi
+	drop
+}
+
 pzopts() { # <image name under /bd/img>
 	echo "oci_root_dir=/bd/img/$1/oci,image_manifest=$(cat "/bd/img/$1.digest")"
 }
@@ -130,7 +152,10 @@ bench() {
 	for mode in cold warm; do
 		rep=1
 		while [ "$rep" -le "$REPS" ]; do
-			[ "$mode" = cold ] && drop
+			if [ "$mode" = cold ] && ! cold; then
+				echo "@@R label=$LABEL fs=$fs wl=$wl mode=$mode rep=$rep error=remount_failed"
+				return 0
+			fi
 			s0=$(iost)
 			echo "@@T"
 			if r=$($PZB "$@" 2>&1); then :; else r="error=$(echo "$r" | tr ' \n' '__')"; fi
@@ -150,13 +175,7 @@ for fs in $FS; do
 	t0=$(date +%s)
 	mnt "$fs" $m || { echo "@@R label=$LABEL fs=$fs wl=mount-tree mode=cold rep=1 error=mount_failed"; continue; }
 	say "fs $fs mounted in $(($(date +%s) - t0)) s"
-	# BENCH_RA_KB: the readahead window of puzzlefs mounts (their bdi is
-	# puzzlefs-<n>; the mount of the previous file system is gone).
-	if [ -n "${RA_KB:-}" ]; then
-		for b in /sys/class/bdi/puzzlefs-*/read_ahead_kb; do
-			[ -f "$b" ] && echo "$RA_KB" >"$b" && say "$b: $(cat "$b")"
-		done
-	fi
+	ra
 	bench readall readall $m/debian
 	bench stat stat $m/debian
 	bench seq32 seq $m/big/32M.bin
