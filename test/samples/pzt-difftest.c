@@ -162,7 +162,8 @@ static const struct legit {
 		"ENODATA for a key the image does not have, or the same answer as ext4" },
 	[L_MAXBYTES] = { "file positions beyond 2^44-4096 (lseek SET/CUR/END, sendfile's offset)",
 		"ext4's s_maxbytes with 4 KiB blocks is 2^44-4096; puzzlefs' is MAX_LFS_FILESIZE",
-		"lseek: generic_file_llseek with MAX_LFS_FILESIZE; sendfile: 0 (past EOF) or EOVERFLOW" },
+		"lseek: generic_file_llseek with MAX_LFS_FILESIZE; sendfile: 0 (past EOF) or EOVERFLOW, "
+		"EINVAL when pos + count overflows or the file is not regular" },
 };
 /* ext4_max_size() for 4 KiB blocks and extents: (2^32 - 1) blocks */
 #define EXT4_MAXBYTES ((int64_t)0xFFFFFFFFLL << 12)
@@ -1377,8 +1378,16 @@ static void op_xfer(int side, struct par *p, struct rec *r)
 				legit_used[L_MAXBYTES]++;
 				/* rw_verify_area: EINVAL when pos + count overflows */
 				int ovf = (ssize_t)sz < 0 || (int64_t)((uint64_t)p->off + sz) < 0;
+				/*
+				 * Below puzzlefs' s_maxbytes, splice_direct_to_actor refuses
+				 * any input but a regular file with EINVAL, where ext4 gives
+				 * EOVERFLOW first (seed 578085971, a directory).
+				 */
+				struct stat fst;
+				int nonreg = fstat(fd, &fst) == 0 && !S_ISREG(fst.st_mode);
 
-				if (side == 1 && n != 0 && !(n < 0 && (e == EOVERFLOW || (ovf && e == EINVAL))))
+				if (side == 1 && n != 0 &&
+				    !(n < 0 && (e == EOVERFLOW || ((ovf || nonreg) && e == EINVAL))))
 					rp(r, "SENDFILE-GAVE(%zd,%s) ", n, strerrorname_np(e));
 				n = 0;
 				off = p->off;
