@@ -27,7 +27,10 @@
 //! Each page of a `Verified` blob is read once: the copy is kept ([`Loaded`]) and every later
 //! operation uses it, so that a mount holds at most the whole blob, as `Mem` does, but only
 //! the pages its operations needed (every operation reads the same pages near the top of its
-//! binary searches, over the inodes and over a large directory).
+//! binary searches, over the inodes and over a large directory). The blob file's own page
+//! is dropped from its page cache once copied, as the chunk reads do: it would be the same
+//! bytes cached twice, and a cold walk of a large image (link counting reads every directory)
+//! would leave the blob's pages besides the copies, doubling the mount's memory.
 
 #![forbid(unsafe_code)]
 
@@ -161,6 +164,8 @@ impl Pages for Metadata {
             );
             FormatError::Io
         })?;
+        // `start + n <= len`: no overflow.
+        file.drop_cached(start, start + n as u64);
         if let Some(tree) = tree {
             tree.check_page(digest, index, &page)?;
         }
@@ -257,6 +262,7 @@ impl MerkleTree {
         }
         let mut top = KVec::from_elem(0u8, merkle::BLOCK, GFP_KERNEL)?;
         file.read_exact_at(&mut top, 0)?;
+        file.drop_cached(0, merkle::BLOCK as u64);
         let root = hash_block(&top);
         if sha256::digest(&merkle::descriptor(len, &root))? != *verity {
             return Err(TreeError::Root);
@@ -288,6 +294,9 @@ impl MerkleTree {
             .checked_mul(merkle::BLOCK as u64)
             .ok_or(FormatError::Io)?;
         let read = self.file.read_exact_at(&mut data, pos);
+        // Kept as a copy once checked: not in the tree file's page cache too.
+        self.file
+            .drop_cached(pos, pos.saturating_add(merkle::BLOCK as u64));
         if read.is_err() || !hash_at(&above, at.offset, &hash_block(&data)) {
             pr_err_ratelimited!(
                 "metadata blob {}: block {} of its Merkle tree {} {}\n",
