@@ -48,8 +48,9 @@
 #                     reads wait for the host's disk
 #   BENCH_IMAGES_PREV=<images dir of another build>: a second boot of that
 #                     build's kernel + module in the same run (same bench disk,
-#                     puzzlefs file systems only); its figures appear as
-#                     "puzzlefs (prev)" columns (BENCH_PREV_LABEL names them)
+#                     puzzlefs file systems, and erofs as each boot's yardstick
+#                     when FS has it); its figures appear as "puzzlefs (prev)"
+#                     columns (BENCH_PREV_LABEL names them)
 #   BENCH_ROUNDS=<n>  boot this build (and the BENCH_IMAGES_PREV build) n times,
 #                     alternating, and report the medians over every round's
 #                     runs: the same build's cold figures move by up to 40%
@@ -323,8 +324,12 @@ profile=${BENCH_PROFILE:-}
 rounds=${BENCH_ROUNDS:-1}
 case $rounds in '' | *[!0-9]* | 0) die "BENCH_ROUNDS must be a positive number, not '$rounds'" ;; esac
 cur=${BENCH_LABEL:-cur} prev=${BENCH_PREV_LABEL:-prev}
+# The other build's boots run erofs too when this one does: a boot can be
+# slower than another in everything (the same build's cold readdir + lstat
+# took 1,050 ms in one boot and 490 in the next), so report.py also compares
+# each boot's puzzlefs with its own erofs.
 pfs=""
-for f in $FS; do case $f in puzzlefs*) pfs="$pfs $f" ;; esac; done
+for f in $FS; do case $f in puzzlefs* | erofs) pfs="$pfs $f" ;; esac; done
 logs=()
 for ((round = 1; round <= rounds; round++)); do
 	sfx=

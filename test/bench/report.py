@@ -69,7 +69,7 @@ LINE = re.compile(r"@@R (.*)")
 
 def parse(logs):
     runs = []
-    for log in logs:
+    for boot, log in enumerate(logs, 1):
         for line in Path(log).read_text(errors="replace").splitlines():
             m = LINE.search(line)
             if not m:
@@ -77,6 +77,7 @@ def parse(logs):
             kv = dict(p.split("=", 1) for p in m.group(1).strip().split() if "=" in p)
             run = {k: kv[k] for k in ("label", "fs", "wl", "mode") if k in kv}
             run["rep"] = int(kv.get("rep", 0))
+            run["boot"] = boot
             if "error" in kv:
                 run["error"] = kv["error"]
             else:
@@ -185,11 +186,31 @@ def main():
         for fs in ("puzzlefs", "puzzlefs-zstd"):
             if fs in table.get(lb, {}) and src.get(fs) == cur:
                 cols.append((lb, fs, f"{FS_TITLE[fs]} ({lb})"))
+
+    # Per boot: the median of each boot's runs, and puzzlefs ÷ that boot's
+    # erofs (both builds' boots run erofs, see bench.sh).
+    def boots(label, fs, wl, mode):
+        by = {}
+        for r in runs_of(label, fs, wl, mode):
+            if "error" not in r and not r["timeout"]:
+                by.setdefault(r["boot"], []).append(r["ms"])
+        return {b: statistics.median(v) for b, v in sorted(by.items())}
+
+    def normalized(label, fs, wl, mode):
+        """Median over the label's boots of (fs ÷ that boot's erofs)."""
+        mine, ref = boots(label, fs, wl, mode), boots(label, "erofs", wl, mode)
+        vals = [mine[b] / ref[b] for b in mine if ref.get(b)]
+        return statistics.median(vals) if vals else None
+
+    pairs = [(lb, fs) for lb in prev for fs in ("puzzlefs", "puzzlefs-zstd")
+             if fs in table.get(lb, {}) and src.get(fs) == cur]
     head = [""] + [t for _, _, t in cols] + [f"{FS_TITLE[a]} ÷ {FS_TITLE[b]}" for a, b in RATIOS]
-    for lb in prev:
-        for fs in ("puzzlefs", "puzzlefs-zstd"):
-            if fs in table.get(lb, {}) and src.get(fs) == cur:
-                head.append(f"{FS_TITLE[fs]}: {cur} ÷ {lb}")
+    # Boots of both builds ran erofs (older runs' prev boots did not).
+    norm = {lb: "erofs" in table.get(cur, {}) and "erofs" in table.get(lb, {}) for lb in prev}
+    for lb, fs in pairs:
+        head.append(f"{FS_TITLE[fs]}: {cur} ÷ {lb}")
+        if norm[lb]:
+            head.append(f"{FS_TITLE[fs]}: {cur} ÷ {lb}, each boot ÷ its erofs")
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for wl, mode, title in ROWS:
         cells = [table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}") for lb, fs, _ in cols]
@@ -200,13 +221,33 @@ def main():
             va = value(table.get(src.get(a), {}).get(a, {}).get(f"{wl}/{mode}"))
             vb = value(table.get(src.get(b), {}).get(b, {}).get(f"{wl}/{mode}"))
             row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
-        for lb in prev:
-            for fs in ("puzzlefs", "puzzlefs-zstd"):
-                if fs in table.get(lb, {}) and src.get(fs) == cur:
-                    va = value(table.get(cur, {}).get(fs, {}).get(f"{wl}/{mode}"))
-                    vb = value(table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}"))
-                    row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
+        for lb, fs in pairs:
+            va = value(table.get(cur, {}).get(fs, {}).get(f"{wl}/{mode}"))
+            vb = value(table.get(lb, {}).get(fs, {}).get(f"{wl}/{mode}"))
+            row.append(f"{va / vb:.2f}" if va is not None and vb else "–")
+            if norm[lb]:
+                na = normalized(cur, fs, wl, mode) if wl not in FIELD_ROWS and wl != "cache" else None
+                nb = normalized(lb, fs, wl, mode) if na is not None else None
+                row.append(f"{na / nb:.2f}" if na is not None and nb else "–")
         lines.append("| " + " | ".join(row) + " |")
+
+    # Boot to boot: each boot's median, so that a ratio can be read against
+    # the spread it comes from.
+    nboots = len({r["boot"] for r in runs})
+    if nboots > 1:
+        bcols = [(lb, fs) for lb in labels for fs in ("erofs", "puzzlefs", "puzzlefs-zstd") if fs in table.get(lb, {})]
+        lines += ["", "Each boot's median, ms, in boot order:", "",
+                  "| | " + " | ".join(f"{FS_TITLE[fs]} ({lb})" for lb, fs in bcols) + " |",
+                  "|" + "---|" * (len(bcols) + 1)]
+        for wl, mode, title in ROWS:
+            if wl == "cache" or wl in FIELD_ROWS:
+                continue
+            per = [boots(lb, fs, wl, mode) for lb, fs in bcols]
+            if not any(per):
+                continue
+            row = [title.format(**{k: f"{v:,}" for k, v in counts.items()})]
+            row += [" / ".join(f"{v:,.0f}" for v in p.values()) or "–" for p in per]
+            lines.append("| " + " | ".join(row) + " |")
 
     # The targets of issue 12, from this run (this build's columns).
     def v(fs, key):
