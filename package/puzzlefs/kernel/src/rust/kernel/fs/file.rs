@@ -312,7 +312,7 @@ impl RegularFile {
     /// For a reader that copies what it read into a cache of its own (a file system reading
     /// its backing files into its own page cache): the bytes would otherwise be cached twice.
     /// The page holding `end` is kept because a sequential reader continues in it. Pages that
-    /// are dirty, locked, mapped or under writeback stay (`invalidate_mapping_pages`).
+    /// are dirty, locked, mapped or under writeback stay (`POSIX_FADV_DONTNEED`).
     pub fn drop_cached(&self, pos: u64, end: u64) {
         let size = self.size().unwrap_or(u64::MAX);
         let shift = bindings::PAGE_SHIFT;
@@ -329,11 +329,31 @@ impl RegularFile {
         if size == 0 || first > last {
             return;
         }
-        let (Ok(first), Ok(last)) = (first.try_into(), last.try_into()) else {
+        // Whole pages, so that the advice drops the first and the last (`first << shift` is at
+        // most `pos`; `last >= first`).
+        let Some(len) = (last - first + 1).checked_mul(1 << shift) else {
             return;
         };
-        // SAFETY: The file is open, so its mapping is valid; the call takes the locks it needs.
-        unsafe { bindings::invalidate_mapping_pages((*self.file.as_ptr()).f_mapping, first, last) };
+        let (Ok(start), Ok(len)) = (
+            bindings::loff_t::try_from(first << shift),
+            bindings::loff_t::try_from(len),
+        ) else {
+            return;
+        };
+        // Not `invalidate_mapping_pages` alone: a page just read sits in its CPU's LRU batch,
+        // with a reference that makes it fail, and would stay cached. The advice drains that
+        // batch first (and every CPU's when a page still could not be dropped).
+        // SAFETY: The file is open (type invariant). `vfs_fadvise` checks its arguments and,
+        // for DONTNEED, starts writeback of dirty pages (as the same advice from any reader of
+        // the file would) and drops clean ones, taking the locks it needs.
+        let _ = unsafe {
+            bindings::vfs_fadvise(
+                self.file.as_ptr(),
+                start,
+                len,
+                bindings::POSIX_FADV_DONTNEED as i32,
+            )
+        };
     }
 
     /// Reads into `buf` from byte `pos` on, bypassing the file's page cache (`IOCB_DIRECT`)
