@@ -15,8 +15,9 @@
  *                                        its number of names there; directories 1
  *   pzk-tool resident <file>...          pages of the files in the page cache
  *                                        (mincore): "resident=<n> pages=<n>",
- *                                        then a "<n> <file>" line per file with
- *                                        resident pages
+ *                                        then a "<n> <file> <pages>" line per file
+ *                                        with resident pages (their indexes, as
+ *                                        ranges: "0-3,7")
  *   pzk-tool kmsg <seq>                  kernel log records numbered <seq> and up,
  *                                        one "<seq> <text>" line each, then
  *                                        "next=<seq>"; from /dev/kmsg, so
@@ -514,12 +515,24 @@ static int do_resident(int n, char **paths)
 		for (size_t j = 0; j < count; j++)
 			mine += vec[j] & 1;
 		munmap(map, st.st_size);
-		free(vec);
-		close(fd);
 		resident += mine;
 		pages += count;
-		if (mine && used < sizeof(lines) - 512)
-			used += snprintf(lines + used, sizeof(lines) - used, "%llu %s\n", mine, paths[i]);
+		if (mine && used < sizeof(lines) - 512) {
+			used += snprintf(lines + used, sizeof(lines) - used, "%llu %s ", mine, paths[i]);
+			for (size_t j = 0; j < count && used < sizeof(lines) - 64; j++) {
+				size_t k = j;
+
+				if (!(vec[j] & 1))
+					continue;
+				while (k + 1 < count && (vec[k + 1] & 1))
+					k++;
+				used += snprintf(lines + used, sizeof(lines) - used, k > j ? "%zu-%zu," : "%zu,", j, k);
+				j = k;
+			}
+			lines[used - 1] = '\n';
+		}
+		free(vec);
+		close(fd);
 	}
 	printf("resident=%llu pages=%llu\n%s", resident, pages, lines);
 	return 0;
