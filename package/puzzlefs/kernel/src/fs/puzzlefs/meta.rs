@@ -52,25 +52,57 @@ type PageCopy = Arc<KVec<u8>>;
 
 /// The pages of a `Verified` blob read so far, by page number, kept while the image is
 /// mounted. Its file has fs-verity, so a page never changes.
-pub(crate) struct Loaded(Arc<Mutex<KVVec<Option<PageCopy>>>>);
+pub(crate) struct Loaded(Arc<Mutex<Slots>>);
+
+struct Slots {
+    pages: KVVec<Option<PageCopy>>,
+    /// The pages a readahead window was asked for (see [`Loaded::window`]).
+    asked: KVVec<bool>,
+}
 
 impl Loaded {
     /// None yet, for a blob of `len` bytes.
     pub(crate) fn new(len: u64) -> Result<Self> {
         let pages = usize::try_from(len.div_ceil(PAGE as u64))?;
-        let slots = KVVec::from_elem(None, pages, GFP_KERNEL)?;
+        let slots = Slots {
+            pages: KVVec::from_elem(None, pages, GFP_KERNEL)?,
+            asked: KVVec::from_elem(false, pages, GFP_KERNEL)?,
+        };
         Ok(Loaded(Arc::pin_init(new_mutex!(slots), GFP_KERNEL)?))
     }
 
     fn get(&self, index: usize) -> Option<PageCopy> {
-        self.0.lock().get(index)?.clone()
+        self.0.lock().pages.get(index)?.clone()
     }
 
     /// Keeps `page` as page `index` (unless another reader kept it first).
     fn keep(&self, index: usize, page: &PageCopy) {
-        if let Some(slot @ None) = self.0.lock().get_mut(index) {
+        if let Some(slot @ None) = self.0.lock().pages.get_mut(index) {
             *slot = Some(page.clone());
         }
+    }
+
+    /// The byte range of the aligned window of `window` bytes holding page `index`, the first
+    /// time one of its pages is asked for; `None` after that, or for a window of one page.
+    ///
+    /// Each page read is dropped from the blob's page cache once copied, so the blob's own
+    /// readahead, which looks for the pages behind a miss, takes most misses for random ones
+    /// and reads them page by page. The driver asks for each window once instead.
+    fn window(&self, index: usize, window: u64, len: u64) -> Option<(u64, u64)> {
+        let per = usize::try_from(window / PAGE as u64).ok()?;
+        if per < 2 {
+            return None;
+        }
+        let first = index - index % per;
+        let mut slots = self.0.lock();
+        let end = first.saturating_add(per).min(slots.asked.len());
+        let asked = slots.asked.get_mut(first..end)?;
+        if *asked.get(index - first)? {
+            return None;
+        }
+        asked.iter_mut().for_each(|a| *a = true);
+        let start = (first as u64).checked_mul(PAGE as u64)?;
+        Some((start, len.checked_sub(start)?.min(window)))
     }
 }
 
@@ -151,6 +183,9 @@ impl Pages for Metadata {
         let slot = usize::try_from(index).map_err(|_| FormatError::Io)?;
         if let Some(page) = loaded.get(slot) {
             return Ok(Page::Read(page));
+        }
+        if let Some((from, n)) = loaded.window(slot, file.readahead_bytes(), len) {
+            file.will_need(from, n);
         }
         // At most `PAGE`: fits in a usize.
         let n = (len - start).min(PAGE as u64) as usize;

@@ -305,6 +305,20 @@ impl RegularFile {
         };
     }
 
+    /// The file's readahead window in bytes: its backing device's `read_ahead_kb` when it was
+    /// opened (0 when readahead is off).
+    pub fn readahead_bytes(&self) -> u64 {
+        // SAFETY: The file is open (type invariant), so the union holds `f_ra` (the other
+        // members serve a file being released or freed). Advice on the file may change
+        // `ra_pages` concurrently, as for any reader: it is read once, as the VFS does.
+        let pages = unsafe {
+            core::ptr::read_volatile(core::ptr::addr_of!(
+                (*self.file.as_ptr()).__bindgen_anon_2.f_ra.ra_pages
+            ))
+        };
+        u64::from(pages) << bindings::PAGE_SHIFT
+    }
+
     /// Drops the clean, unmapped page-cache pages of the file from the one holding byte `pos`
     /// up to, not including, the one holding byte `end` (up to the last page if `end` is the
     /// file's size or more).
