@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 
 use puzzlefs_format::{
-    find_inode, BlobRef, Digest, Error as FmtError, InodeKind, MAX_LAYERS, NAME_MAX,
+    find_inode, BlobRef, Digest, Error as FmtError, InodeKind, LinkCount, MAX_LAYERS, NAME_MAX,
 };
 
 pub use crate::chunks::Chunking;
@@ -59,6 +59,10 @@ pub struct BuildOptions {
     /// one block as a blob, named in the layer's fs-verity entry, so that
     /// a reader can check the layer page by page.
     pub metadata_trees: bool,
+    /// Record the link counts of the image's file system in its manifest
+    /// (`Rootfs.linkCounts`), so that a reader need not walk every
+    /// directory to find them.
+    pub link_counts: bool,
     /// Progress reporter.
     pub progress: Progress,
 }
@@ -72,6 +76,7 @@ impl Default for BuildOptions {
             threads: 0,
             chunking: Chunking::default(),
             metadata_trees: true,
+            link_counts: true,
             progress: Progress::hidden(),
         }
     }
@@ -395,6 +400,8 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         recs.insert(rec.ino, rec);
     }
 
+    // Counted on the whole tree, before a delta drops what the base has.
+    let links = opts.link_counts.then(|| link_counts(&recs));
     // A delta layer holds only what differs from the base.
     if !base_layers.is_empty() {
         recs.retain(
@@ -491,7 +498,7 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
     if let Some(b) = &base_image {
         layers.extend(b.layer_refs());
     }
-    let manifest = encode_manifest(&layers, &verity, &trees);
+    let manifest = encode_manifest(&layers, &verity, &trees, links.as_deref());
     let (digest, _) = oci.put_blob(&manifest)?;
     oci.sync()?;
     oci.commit_tag(tag, &digest, manifest.len() as u64, &|| {
@@ -505,6 +512,30 @@ pub fn build(rootfs: &Path, oci_dir: &Path, tag: &str, opts: &BuildOptions) -> R
         manifest_size: manifest.len() as u64,
         stats,
     })
+}
+
+/// The link-count table of the file system the image shows (`recs`: every
+/// inode of the tree, and the whiteouts of a delta): the inodes more than one
+/// directory entry names, sorted by ino, with their number of names. An
+/// entry that names a whiteout is no name.
+fn link_counts(recs: &BTreeMap<u64, InodeRec>) -> Vec<LinkCount> {
+    let mut names: BTreeMap<u64, u32> = BTreeMap::new();
+    for rec in recs.values() {
+        let Kind::Dir { entries } = &rec.kind else {
+            continue;
+        };
+        for (_, ino) in entries {
+            if !matches!(recs.get(ino).map(|r| &r.kind), Some(Kind::Wht)) {
+                let n = names.entry(*ino).or_default();
+                *n = n.saturating_add(1);
+            }
+        }
+    }
+    names
+        .into_iter()
+        .filter(|&(_, count)| count > 1)
+        .map(|(ino, count)| LinkCount { ino, count })
+        .collect()
 }
 
 /// Records the fs-verity digest of metadata blob `digest` (holding `bytes`)

@@ -33,7 +33,7 @@ enum ChunkingArg {
     /// file keeps its chunks from version to version.
     Files,
     /// One stream over all files: the other implementation's images, byte
-    /// for byte (with --no-metadata-tree).
+    /// for byte (with --no-metadata-tree and --no-link-counts).
     Stream,
 }
 
@@ -70,6 +70,11 @@ enum Cmd {
         /// mount, as for images of the other implementation).
         #[arg(long)]
         no_metadata_tree: bool,
+        /// Do not record the link counts in the manifest (a reader then
+        /// counts the names of every inode, walking every directory, as for
+        /// images of the other implementation).
+        #[arg(long)]
+        no_link_counts: bool,
     },
     /// Extract image <tag> of <oci_dir> into <dir>.
     Extract {
@@ -137,6 +142,7 @@ fn run(cli: Cli) -> Result<()> {
             jobs,
             chunking,
             no_metadata_tree,
+            no_link_counts,
         } => {
             let opts = BuildOptions {
                 base: base_layer,
@@ -148,6 +154,7 @@ fn run(cli: Cli) -> Result<()> {
                     ChunkingArg::Stream => puzzlefs::build::Chunking::Stream,
                 },
                 metadata_trees: !no_metadata_tree,
+                link_counts: !no_link_counts,
                 progress: progress.clone(),
             };
             let out = build(&rootfs, &oci_dir, &tag, &opts)?;

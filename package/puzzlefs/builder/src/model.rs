@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use capnp::message::{Builder, HeapAllocator};
 use puzzlefs_format::manifest_capnp::{rootfs, verity_data};
 use puzzlefs_format::metadata_capnp::{inode, inode_vector};
-use puzzlefs_format::{BlobRef, Digest, Inode, InodeKind};
+use puzzlefs_format::{BlobRef, Digest, Inode, InodeKind, LinkCount};
 
 /// One chunk reference of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,19 +297,27 @@ macro_rules! fill_rootfs {
 
 /// Encodes an image manifest: layers top first, verity entries sorted by
 /// digest by the caller; `trees` names the blob holding the Merkle tree of
-/// a blob (of the metadata blobs that have one).
+/// a blob (of the metadata blobs that have one); `links` is the link-count
+/// table (`Rootfs.linkCounts`, sorted by ino, counts of 2 or more), if one
+/// is recorded.
 ///
-/// A manifest without trees is laid out as version 1 has always been (the
-/// other implementation's bytes); `merkleTree` makes every fs-verity entry
-/// one pointer longer, even the entries without one.
+/// A manifest without trees and without a link-count table is laid out as
+/// version 1 has always been (the other implementation's bytes);
+/// `merkleTree` makes every fs-verity entry one pointer longer, even the
+/// entries without one.
 pub fn encode_manifest(
     layers: &[BlobRef],
     verity: &[(Digest, [u8; 32])],
     trees: &HashMap<Digest, Digest>,
+    links: Option<&[LinkCount]>,
 ) -> Vec<u8> {
-    let words = 16 + layers.len() * 8 + verity.len() * 13 + trees.len() * 5;
+    let words = 16
+        + layers.len() * 8
+        + verity.len() * 13
+        + trees.len() * 5
+        + links.map_or(0, |l| 1 + l.len() * 2);
     let mut msg = builder_for(words);
-    if trees.is_empty() {
+    if trees.is_empty() && links.is_none() {
         fill_rootfs!(
             msg.init_root::<manifest_v1_capnp::rootfs::Builder<'_>>(),
             layers,
@@ -317,8 +325,9 @@ pub fn encode_manifest(
             |_, _| {}
         );
     } else {
+        let mut root = msg.init_root::<rootfs::Builder<'_>>();
         fill_rootfs!(
-            msg.init_root::<rootfs::Builder<'_>>(),
+            root.reborrow(),
             layers,
             verity,
             |mut b: verity_data::Builder<'_>, d: &Digest| {
@@ -327,6 +336,14 @@ pub fn encode_manifest(
                 }
             }
         );
+        if let Some(links) = links {
+            let mut list = root.init_link_counts(len32(links.len()));
+            for (i, l) in links.iter().enumerate() {
+                let mut b = list.reborrow().get(len32(i));
+                b.set_ino(l.ino);
+                b.set_count(l.count);
+            }
+        }
     }
     serialize(&msg)
 }

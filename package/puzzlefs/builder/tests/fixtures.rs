@@ -148,19 +148,37 @@ fn building_the_fixture_sources_matches_the_other_implementation() {
     let oci = tempfile::tempdir().unwrap();
     let fx = fixture().join("oci");
     // The stream chunking policy is the other implementation's.
-    let stream = ["--chunking", "stream", "--no-metadata-tree"];
+    let stream = [
+        "--chunking",
+        "stream",
+        "--no-metadata-tree",
+        "--no-link-counts",
+    ];
     let plain = build(&src.path().join("src"), oci.path(), "plain", &stream);
     let zstd = build(
         &src.path().join("src"),
         oci.path(),
         "zstd",
-        &["-c", "--chunking", "stream", "--no-metadata-tree"],
+        &[
+            "-c",
+            "--chunking",
+            "stream",
+            "--no-metadata-tree",
+            "--no-link-counts",
+        ],
     );
     build(
         &src.path().join("src-delta"),
         oci.path(),
         "delta",
-        &["-b", "plain", "--chunking", "stream", "--no-metadata-tree"],
+        &[
+            "-b",
+            "plain",
+            "--chunking",
+            "stream",
+            "--no-metadata-tree",
+            "--no-link-counts",
+        ],
     );
 
     // Layout: oci-layout byte for byte, index.json of the same shape.

@@ -92,7 +92,7 @@ fn truncated_and_bit_flipped_fixture_blobs() {
 
 #[test]
 fn wrong_version_and_garbage() {
-    let m = encode_manifest(&[], &[], &Default::default());
+    let m = encode_manifest(&[], &[], &Default::default(), None);
     assert!(Manifest::parse(&Aligned::copy_from(&m)).is_ok());
     let mut bad = m.clone();
     // manifestVersion is the root struct's only data word; find and bump it.
@@ -151,6 +151,7 @@ fn image_with(inodes: &[InodeRec], extra_blobs: &[Vec<u8>]) -> (tempfile::TempDi
         }],
         &[],
         &Default::default(),
+        None,
     );
     let (md, _) = oci.put_blob(&m).unwrap();
     oci.commit_tag("t", &md, m.len() as u64, &|| {}).unwrap();

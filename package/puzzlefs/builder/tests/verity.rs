@@ -287,13 +287,24 @@ fn rebuilt_fixture_manifests_match_the_other_implementation() {
         &src.path().join("src"),
         oci.path(),
         "plain",
-        &["--chunking", "stream", "--no-metadata-tree"],
+        &[
+            "--chunking",
+            "stream",
+            "--no-metadata-tree",
+            "--no-link-counts",
+        ],
     );
     let zstd = build(
         &src.path().join("src"),
         oci.path(),
         "zstd",
-        &["-c", "--chunking", "stream", "--no-metadata-tree"],
+        &[
+            "-c",
+            "--chunking",
+            "stream",
+            "--no-metadata-tree",
+            "--no-link-counts",
+        ],
     );
     let fx = fixture().join("oci");
     let fxd = OciDir::open(&fx).unwrap();
@@ -331,8 +342,17 @@ fn rewrite_entry(oci: &Path, tag: &str, blob: &[u8; 32], value: [u8; 32]) {
     let e = entries.iter_mut().find(|(d, _)| d == blob).unwrap();
     assert_ne!(e.1, value);
     e.1 = value;
-    let manifest =
-        puzzlefs::model::encode_manifest(&img.layer_refs(), &entries, &trees(oci, &img.digest));
+    let links: Option<Vec<_>> = img
+        .manifest()
+        .link_counts()
+        .unwrap()
+        .map(|l| l.collect::<Result<_, _>>().unwrap());
+    let manifest = puzzlefs::model::encode_manifest(
+        &img.layer_refs(),
+        &entries,
+        &trees(oci, &img.digest),
+        links.as_deref(),
+    );
     let (digest, new) = dir.put_blob(&manifest).unwrap();
     assert!(new);
     dir.commit_tag(tag, &digest, manifest.len() as u64, &|| {})

@@ -10,8 +10,20 @@ struct VerityData {
         merkleTree@2: Data;
 }
 
+# One entry of `Rootfs.linkCounts`.
+struct LinkCount {
+        ino@0: UInt64;
+        count@1: UInt32;
+}
+
 struct Rootfs {
         metadatas@0: List(Metadata.BlobRef);
         fsVerityData@1: List(VerityData);
         manifestVersion@2: UInt64;
+        # Optional: the link counts of the file system the manifest
+        # describes (its layers stacked): each inode that more than one
+        # directory entry names (whiteouts are no names), sorted by ino,
+        # with the number of entries that name it. Absent: not recorded
+        # (a reader counts the entries); empty: no inode has two names.
+        linkCounts@3: List(LinkCount);
 }

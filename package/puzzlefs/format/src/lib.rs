@@ -103,7 +103,9 @@ pub use error::{Error, Result};
 pub use file::{Chunk, ChunkList, File, Piece, Pieces, MAX_FILE_SIZE};
 pub use inode::{Inode, InodeKind, Rdev, Xattr, Xattrs};
 pub use layer::{find_inode, find_inode_hinted, find_inode_in, Inodes, Layer, MetadataBlob};
-pub use manifest::{BlobRef, BlobRefs, Manifest, VerityEntries, VerityEntry, MAX_LAYERS};
+pub use manifest::{
+    BlobRef, BlobRefs, LinkCount, LinkCounts, Manifest, VerityEntries, VerityEntry, MAX_LAYERS,
+};
 
 /// The only manifest version this crate reads and writes.
 pub const MANIFEST_VERSION: u64 = 1;

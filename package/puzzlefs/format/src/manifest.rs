@@ -4,7 +4,7 @@
 use capnp::serialize::NoAllocBufferSegments;
 
 use crate::digest::digest_from;
-use crate::manifest_capnp::{rootfs, verity_data};
+use crate::manifest_capnp::{link_count, rootfs, verity_data};
 use crate::metadata_capnp::blob_ref;
 use crate::{Digest, Error, Result, MANIFEST_VERSION};
 
@@ -80,6 +80,21 @@ impl<'a> Manifest<'a> {
         BlobRef::from_reader(list.try_get(i).ok_or(Error::Bounds)?)
     }
 
+    /// The link-count table, if the manifest records one (`Rootfs.linkCounts`): the inodes
+    /// with more than one name in the file system the manifest describes. Its entries are
+    /// checked as they are read (see [`LinkCounts`]).
+    pub fn link_counts(&self) -> Result<Option<LinkCounts<'_>>> {
+        let root = self.root()?;
+        if !root.has_link_counts() {
+            return Ok(None);
+        }
+        Ok(Some(LinkCounts {
+            list: root.get_link_counts()?,
+            pos: 0,
+            prev: None,
+        }))
+    }
+
     /// The fs-verity entries (blob digest, measurement), in stored order.
     pub fn verity_entries(&self) -> Result<VerityEntries<'_>> {
         let list = self.root()?.get_fs_verity_data()?;
@@ -128,6 +143,61 @@ impl Iterator for BlobRefs<'_> {
         let r = self.list.try_get(self.pos)?;
         self.pos = self.pos.saturating_add(1);
         Some(BlobRef::from_reader(r))
+    }
+}
+
+/// One entry of a manifest's link-count table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LinkCount {
+    /// The inode.
+    pub ino: u64,
+    /// How many directory entries name it (2 or more).
+    pub count: u32,
+}
+
+/// The entries of a manifest's link-count table, in stored order. An entry
+/// with a count below 2, or not after the previous one in inode order (the
+/// table is sorted, without duplicates), is [`Error::Corrupt`]: a reader
+/// then cannot trust the table, and counts the names itself.
+pub struct LinkCounts<'m> {
+    list: capnp::struct_list::Reader<'m, link_count::Owned>,
+    pos: u32,
+    prev: Option<u64>,
+}
+
+impl LinkCounts<'_> {
+    /// Number of entries.
+    pub fn len(&self) -> u32 {
+        self.list.len()
+    }
+
+    /// Whether the table is empty (no inode has two names).
+    pub fn is_empty(&self) -> bool {
+        self.list.len() == 0
+    }
+}
+
+impl Iterator for LinkCounts<'_> {
+    type Item = Result<LinkCount>;
+    fn next(&mut self) -> Option<Self::Item> {
+        let r = self.list.try_get(self.pos)?;
+        self.pos = self.pos.saturating_add(1);
+        let e = LinkCount {
+            ino: r.get_ino(),
+            count: r.get_count(),
+        };
+        if e.count < 2 {
+            return Some(Err(Error::Corrupt {
+                what: "link count below 2 in the link-count table",
+            }));
+        }
+        if self.prev.is_some_and(|p| p >= e.ino) {
+            return Some(Err(Error::Corrupt {
+                what: "link-count table not sorted by inode number",
+            }));
+        }
+        self.prev = Some(e.ino);
+        Some(Ok(e))
     }
 }
 
