@@ -151,8 +151,9 @@ pub(crate) struct Info {
     chunks: Shrinker<DecompressedChunks>,
     max_ino: u64,
     metadata_bytes: u64,
-    /// Link counts above 1 (see `nlink`), counted when a non-directory is first described
-    /// rather than at mount, so that a mount costs the same whatever the image's size.
+    /// Link counts above 1 (see `nlink`): the manifest's table, or counted when a
+    /// non-directory is first described rather than at mount, so that a mount costs the same
+    /// whatever the image's size.
     nlinks: Arc<Mutex<Option<Nlinks>>>,
 }
 
@@ -193,7 +194,7 @@ impl Info {
     }
 
     /// `params` of inode `ino` with its link count ([`Nlinks::apply`]), counting the names of
-    /// every inode of the image the first time it is needed.
+    /// every inode of the image the first time it is needed if the manifest records no table.
     pub(crate) fn apply_nlink(&self, ino: u64, params: Params) -> Params {
         if params.typ == Type::Dir {
             return params;
@@ -519,6 +520,7 @@ pub(crate) fn fill_super(
         ),
         e => error(fc, EUCLEAN, format_args!("manifest {}: {}", hex, e)),
     })?;
+    let recorded = Nlinks::recorded(&manifest, &manifest_digest);
     let verity = Verity::new(opts.verity, &manifest)
         .map_err(|e| error(fc, e.errno(), format_args!("manifest {}: {}", hex, e)))?;
     let count = manifest
@@ -648,7 +650,7 @@ pub(crate) fn fill_super(
         )?,
         max_ino,
         metadata_bytes,
-        nlinks: Arc::pin_init(new_mutex!(None), GFP_KERNEL)?,
+        nlinks: Arc::pin_init(new_mutex!(recorded), GFP_KERNEL)?,
     };
     let root_kind = info.with_layers(|blobs| {
         let root = blobs.find(puzzlefs_format::ROOT_INO).and_then(|i| i.kind());
