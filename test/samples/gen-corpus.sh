@@ -15,6 +15,7 @@
 # <out>/img/<image>/          OCI directories:
 #      edge, many, real        tags plain and zstd (-c)
 #      layers, layers-z        tags base, d1 (-b base), d2 (-b d1); layers-z with -c
+#                              and --no-link-counts (the driver counts the names)
 #      fixture                 copy of ../shared/fixtures/upstream-v1/oci (tags plain zstd delta)
 #      huge                    tag plain: one file of 4 GiB + 4097 bytes (big.txt)
 #      layers256               tags l0 (base) .. l255 (255 deltas, -b): 256 layers
@@ -278,9 +279,10 @@ build hugedir plain hugedir
 build layers base layers-base
 build layers d1 layers-d1 -b base
 build layers d2 layers-d2 -b d1
-build layers-z base layers-base -c
-build layers-z d1 layers-d1 -c -b base
-build layers-z d2 layers-d2 -c -b d1
+# layers-z records no link counts: the driver counts the names (nlink.rs).
+build layers-z base layers-base -c --no-link-counts
+build layers-z d1 layers-d1 -c -b base --no-link-counts
+build layers-z d2 layers-d2 -c -b d1 --no-link-counts
 
 # ------------------------------------------------------------------ deep layers
 # As many layers as a mount accepts (puzzlefs_format::MAX_LAYERS, 256): a base

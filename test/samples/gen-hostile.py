@@ -30,6 +30,10 @@ Expectations (checked by overlay/usr/libexec/puzzlefs-test/hostile, in the guest
     xattrs=P=K=HEX,..  mount succeeds; listxattr and getxattr of P succeed and give
                        exactly these keys and values (`pzt-helper xattrs` format: a
                        damaged xattr is skipped, the others stay readable)
+    nlink=P=N          mount succeeds; stat -c %h P gives N (the link count), and
+                       the full walk finishes
+    counted=P=N        as nlink, and dmesg says the manifest's link-count table
+                       was not used (the driver counted the names)
     survive            mount may fail or succeed; if it succeeds the full walk
                        finishes (within the case's time limit)
 
@@ -86,6 +90,12 @@ os.symlink("file-small", os.path.join(src, "link"))
 os.mknod(os.path.join(src, "chr"), 0o20644, os.makedev(1, 3))
 os.setxattr(os.path.join(src, "file-small"), "user.k", b"value")
 os.setxattr(os.path.join(src, "file-small"), "user.ok", b"kept")
+# Two files of two names each (the manifest's link-count table, m-links-*).
+os.makedirs(os.path.join(src, "links"))
+write("links/one", b"one\n")
+write("links/two", b"two\n")
+os.link(os.path.join(src, "links/one"), os.path.join(src, "links/one-b"))
+os.link(os.path.join(src, "links/two"), os.path.join(src, "links/two-b"))
 base = os.path.join(OUT, "base")
 for tag, opts in (("plain", []), ("zstd", ["-c"])):
     subprocess.run([PUZZLEFS, "-q", "build"] + opts + [src, os.path.join(base, tag), tag],
@@ -777,6 +787,55 @@ k = c.layer.m.ptr(ad.pptr(0))
 t = c.layer.m.u("<Q", k[1] - 8)
 c.layer.m.put("<Q", k[1] - 8, (t & 0xFFFFFFFF00000003) | (0xFFFFFFF << 2))
 c.done(c.commit_layer(), "walk=file-small=" + CORRUPT, "an xattr list claiming 2^28 entries")
+
+
+# --- the manifest's link-count table (Rootfs.linkCounts, pointer 2): the
+# builder records links/one and links/two with count 2. A table that breaks
+# its rules (counts of 2 or more, sorted by inode number, a list of structs)
+# is not used: the driver counts the names (2 each) and logs it. A table that
+# keeps them is trusted as the manifest is, even when it is wrong.
+def link_table(c):
+    t = c.mroot.items(2)
+    assert len(t) == 2, "links/one and links/two"
+    return t
+
+
+for name, count, what in (("m-links-count-1", 1, "a count of 1"),
+                          ("m-links-count-0", 0, "a count of 0")):
+    c = Case(name)
+    c.manifest.put("<I", link_table(c)[0].pos + 8, count)
+    c.done(c.commit_manifest(), "counted=links/one=2", "link-count table with " + what + " (names counted)")
+c = Case("m-links-unsorted")
+a, b = link_table(c)
+ia, ib = c.manifest.u("<Q", a.pos), c.manifest.u("<Q", b.pos)
+c.manifest.put("<Q", a.pos, ib)
+c.manifest.put("<Q", b.pos, ia)
+for e in (a, b):
+    c.manifest.put("<I", e.pos + 8, 5)
+c.done(c.commit_manifest(), "counted=links/one=2",
+       "link-count table not sorted by inode, counts 5 (names counted)")
+c = Case("m-links-dup")
+a, b = link_table(c)
+c.manifest.put("<Q", b.pos, c.manifest.u("<Q", a.pos))
+for e in (a, b):
+    c.manifest.put("<I", e.pos + 8, 5)
+c.done(c.commit_manifest(), "counted=links/one=2",
+       "link-count table naming one inode twice, counts 5 (names counted)")
+c = Case("m-links-oob")
+pp = c.mroot.pptr(2)
+w = c.manifest.u("<Q", pp)
+c.manifest.put("<Q", pp, (w & 0xFFFFFFFF00000003) | (0x0FFFFFF0 << 2))
+c.done(c.commit_manifest(), "counted=links/one=2", "link-count list pointer out of bounds (names counted)")
+c = Case("m-links-struct")
+w = c.manifest.u("<Q", pp)
+c.manifest.put("<Q", pp, w & ~3)
+c.done(c.commit_manifest(), "counted=links/two=2", "link-count pointer is a struct pointer (names counted)")
+c = Case("m-links-trusted")
+c.manifest.put("<I", link_table(c)[1].pos + 8, 7)
+c.done(c.commit_manifest(), "nlink=links/two-b=7", "a well-formed link-count table that is wrong: trusted")
+c = Case("m-links-huge")
+c.manifest.put("<I", link_table(c)[0].pos + 8, 0xFFFFFFFF)
+c.done(c.commit_manifest(), "nlink=links/one-b=4294967295", "a link count of 2^32 - 1")
 
 with open(os.path.join(OUT, "cases.txt"), "w") as f:
     f.write("\n".join(table) + "\n")
