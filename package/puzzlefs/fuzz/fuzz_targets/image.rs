@@ -71,6 +71,15 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let _ = m.layer(0);
+        if let Ok(Some(links)) = m.link_counts() {
+            let _ = links.len();
+            // Each entry checked; a reader stops at the first bad one.
+            for e in links.take(64) {
+                if e.is_err() {
+                    break;
+                }
+            }
+        }
     }
 
     let parsed: Vec<MetadataBlob<'_>> =
