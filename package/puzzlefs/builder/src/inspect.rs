@@ -63,6 +63,12 @@ pub struct ImageInfo {
     pub total_ratio: f64,
     /// fs-verity entries in the manifest.
     pub verity_entries: u64,
+    /// Entries of the manifest's link-count table (`Rootfs.linkCounts`),
+    /// if it records one.
+    pub link_counts: Option<u64>,
+    /// Whether that table is well-formed and gives every reachable
+    /// non-directory the number of paths the walk finds for it.
+    pub link_counts_match: Option<bool>,
 }
 
 /// Everything `inspect` reports.
@@ -154,13 +160,19 @@ fn image_info(oci: &OciDir, img: &Image<'_>, tag: &str) -> Result<ImageInfo> {
     let mut logical = 0u64;
     let mut refs = 0u64;
     let mut chunk_len: HashMap<Digest, u64> = HashMap::new();
+    // Paths of each non-directory, to check the recorded link counts.
+    let mut names: BTreeMap<u64, u32> = BTreeMap::new();
     image::walk(&layers, |node| {
         paths += 1;
+        let at = || image::display_path(&node.path);
+        let kind = node.inode.kind().map_err(fmt_at(at()))?;
+        if kind != InodeKind::Dir {
+            let n = names.entry(node.inode.ino()).or_default();
+            *n = n.saturating_add(1);
+        }
         if !seen.insert(node.inode.ino()) {
             return Ok(());
         }
-        let at = || image::display_path(&node.path);
-        let kind = node.inode.kind().map_err(fmt_at(at()))?;
         *kinds.entry(format!("{kind:?}").to_lowercase()).or_default() += 1;
         if kind == InodeKind::File {
             let f = node.inode.file().map_err(fmt_at(at()))?;
@@ -184,6 +196,18 @@ fn image_info(oci: &OciDir, img: &Image<'_>, tag: &str) -> Result<ImageInfo> {
         .verity_entries()
         .map(|v| v.count() as u64)
         .unwrap_or(0);
+    let at = || format!("manifest {}", HexDigest(&img.digest));
+    let (link_counts, link_counts_match) =
+        match img.manifest().link_counts().map_err(fmt_at(at()))? {
+            None => (None, None),
+            Some(table) => {
+                let len = u64::from(table.len());
+                let recorded: Option<Vec<(u64, u32)>> =
+                    table.map(|e| e.ok().map(|e| (e.ino, e.count))).collect();
+                let walked: Vec<(u64, u32)> = names.into_iter().filter(|&(_, n)| n > 1).collect();
+                (Some(len), Some(recorded.as_ref() == Some(&walked)))
+            }
+        };
     Ok(ImageInfo {
         tag: tag.to_owned(),
         manifest: HexDigest(&img.digest).to_string(),
@@ -202,6 +226,8 @@ fn image_info(oci: &OciDir, img: &Image<'_>, tag: &str) -> Result<ImageInfo> {
         compression_ratio: ratio(unique, stored_chunks),
         total_ratio: ratio(logical, stored),
         verity_entries,
+        link_counts,
+        link_counts_match,
     })
 }
 
@@ -242,6 +268,12 @@ pub fn render(r: &Report) -> String {
             kinds.join(", "),
             i.paths
         );
+        let links = match (i.link_counts, i.link_counts_match) {
+            (Some(n), Some(true)) => format!("recorded, {n} with more than one name, as walked"),
+            (Some(n), _) => format!("recorded ({n} entries), NOT what the walk counts"),
+            (None, _) => "not recorded".to_owned(),
+        };
+        let _ = writeln!(s, "  link counts: {links}");
         let _ = writeln!(
             s,
             "  chunks: {} distinct, {} references",
