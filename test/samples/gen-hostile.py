@@ -833,6 +833,23 @@ c.done(c.commit_manifest(), "counted=links/two=2", "link-count pointer is a stru
 c = Case("m-links-trusted")
 c.manifest.put("<I", link_table(c)[1].pos + 8, 7)
 c.done(c.commit_manifest(), "nlink=links/two-b=7", "a well-formed link-count table that is wrong: trusted")
+c = Case("m-links-900k")
+# A table as large as the manifest may be (16 MiB): 900,000 entries, the
+# first two the real ones (links/one with 3), the others past the image's
+# inodes; appended to the segment, the old table left unreferenced.
+real = [(c.manifest.u("<Q", e.pos), 3 if k == 0 else 2) for k, e in enumerate(link_table(c))]
+n = 900000
+b = bytearray(c.manifest.b)
+tag = len(b)
+b += struct.pack("<Q", (n << 2) | (2 << 32))
+b += b"".join(struct.pack("<QQ", ino, cnt) for ino, cnt in real)
+b += b"".join(struct.pack("<QQ", 1 << 40 | k, 2) for k in range(n - len(real)))
+rp = c.mroot.pptr(2)
+off = (tag - (rp + 8)) // 8
+struct.pack_into("<Q", b, rp, 1 | ((off & 0x3FFFFFFF) << 2) | (7 << 32) | ((n * 2) << 35))
+struct.pack_into("<I", b, 4, (len(b) - 8) // 8)
+assert len(b) < 16 << 20
+c.done(c.store(bytes(b)), "nlink=links/one=3", "a link-count table of 900,000 entries (used)")
 c = Case("m-links-huge")
 c.manifest.put("<I", link_table(c)[0].pos + 8, 0xFFFFFFFF)
 c.done(c.commit_manifest(), "nlink=links/one-b=4294967295", "a link count of 2^32 - 1")
