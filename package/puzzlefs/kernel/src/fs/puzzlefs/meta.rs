@@ -58,6 +58,8 @@ struct Slots {
     pages: KVVec<Option<PageCopy>>,
     /// The pages a readahead window was asked for (see [`Loaded::window`]).
     asked: KVVec<bool>,
+    /// Whether windows are asked for: not while mounting ([`Metadata::ask_windows`]).
+    windows: bool,
 }
 
 impl Loaded {
@@ -67,6 +69,7 @@ impl Loaded {
         let slots = Slots {
             pages: KVVec::from_elem(None, pages, GFP_KERNEL)?,
             asked: KVVec::from_elem(false, pages, GFP_KERNEL)?,
+            windows: false,
         };
         Ok(Loaded(Arc::pin_init(new_mutex!(slots), GFP_KERNEL)?))
     }
@@ -95,6 +98,9 @@ impl Loaded {
         }
         let first = index - index % per;
         let mut slots = self.0.lock();
+        if !slots.windows {
+            return None;
+        }
         let end = first.saturating_add(per).min(slots.asked.len());
         let asked = slots.asked.get_mut(first..end)?;
         if *asked.get(index - first)? {
@@ -131,6 +137,16 @@ impl Metadata {
     /// Size of the blob in bytes.
     pub(crate) fn size(&self) -> u64 {
         Pages::len(self)
+    }
+
+    /// From now on, ask for the readahead window of each page first needed (see
+    /// [`Loaded::window`]). Not before: a mount reads a page or two of each layer, and
+    /// asking for their window made the mount of a 100,000-inode image read 364 KiB, in 5
+    /// times the time of a 10-inode one.
+    pub(crate) fn ask_windows(&self) {
+        if let Metadata::Verified { loaded, .. } = self {
+            loaded.0.lock().windows = true;
+        }
     }
 }
 

@@ -657,7 +657,12 @@ pub(crate) fn fill_super(
         Ok(root)
     })?;
     match root_kind {
-        Ok(InodeKind::Dir) => Ok(info),
+        Ok(InodeKind::Dir) => {
+            for meta in info.layers.iter() {
+                meta.ask_windows();
+            }
+            Ok(info)
+        }
         Ok(kind) => Err(error(
             fc,
             EUCLEAN,
