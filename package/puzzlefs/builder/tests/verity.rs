@@ -333,30 +333,12 @@ fn rebuilt_fixture_manifests_match_the_other_implementation() {
 /// Rewrites the manifest of `tag` with the fs-verity entry of `blob` set to
 /// `value` (everything else as it was) and points the tag at it.
 fn rewrite_entry(oci: &Path, tag: &str, blob: &[u8; 32], value: [u8; 32]) {
-    let dir = OciDir::open(oci).unwrap();
-    let img = puzzlefs::image::Image::open_tag(&dir, tag).unwrap();
-    let mut entries: Vec<([u8; 32], [u8; 32])> = verity_entries(oci, &img.digest)
-        .into_iter()
-        .map(|(d, v)| (d, v.try_into().unwrap()))
-        .collect();
-    let e = entries.iter_mut().find(|(d, _)| d == blob).unwrap();
-    assert_ne!(e.1, value);
-    e.1 = value;
-    let links: Option<Vec<_>> = img
-        .manifest()
-        .link_counts()
-        .unwrap()
-        .map(|l| l.collect::<Result<_, _>>().unwrap());
-    let manifest = puzzlefs::model::encode_manifest(
-        &img.layer_refs(),
-        &entries,
-        &trees(oci, &img.digest),
-        links.as_deref(),
-    );
-    let (digest, new) = dir.put_blob(&manifest).unwrap();
+    let new = rewrite_manifest(oci, tag, |m| {
+        let e = m.entries.iter_mut().find(|(d, _)| d == blob).unwrap();
+        assert_ne!(e.1, value);
+        e.1 = value;
+    });
     assert!(new);
-    dir.commit_tag(tag, &digest, manifest.len() as u64, &|| {})
-        .unwrap();
 }
 
 /// A delta build does not carry the base manifest's fs-verity entries over

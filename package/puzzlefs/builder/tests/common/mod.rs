@@ -249,3 +249,46 @@ impl Rng {
         (0..n).map(|_| self.next() as u8).collect()
     }
 }
+
+/// The parts of a manifest a test may rewrite: its fs-verity entries and
+/// its link-count table (layers and Merkle tree names are kept).
+pub struct ManifestParts {
+    pub entries: Vec<([u8; 32], [u8; 32])>,
+    pub links: Option<Vec<puzzlefs::format::LinkCount>>,
+}
+
+/// Points `tag` at a copy of its manifest after `edit` changed its parts
+/// (everything else as it was); returns whether the copy is a new blob.
+pub fn rewrite_manifest(oci: &Path, tag: &str, edit: impl FnOnce(&mut ManifestParts)) -> bool {
+    let dir = puzzlefs::oci::OciDir::open(oci).unwrap();
+    let img = puzzlefs::image::Image::open_tag(&dir, tag).unwrap();
+    let m = img.manifest();
+    let mut trees = HashMap::new();
+    let mut parts = ManifestParts {
+        entries: Vec::new(),
+        links: m
+            .link_counts()
+            .unwrap()
+            .map(|l| l.collect::<Result<_, _>>().unwrap()),
+    };
+    for e in m.verity_entries().unwrap() {
+        let e = e.unwrap();
+        parts
+            .entries
+            .push((e.digest, <[u8; 32]>::try_from(e.verity).unwrap()));
+        if let Some(t) = e.merkle_tree {
+            trees.insert(e.digest, t);
+        }
+    }
+    edit(&mut parts);
+    let manifest = puzzlefs::model::encode_manifest(
+        &img.layer_refs(),
+        &parts.entries,
+        &trees,
+        parts.links.as_deref(),
+    );
+    let (digest, new) = dir.put_blob(&manifest).unwrap();
+    dir.commit_tag(tag, &digest, manifest.len() as u64, &|| {})
+        .unwrap();
+    new
+}
