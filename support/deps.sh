@@ -85,26 +85,42 @@ if [ $check_only = 1 ]; then
 	exit 1
 fi
 
-if [ -n "$missing" ]; then
-	if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then
-		note "cannot install (need root and apt-get); install these Debian packages:$missing"
-		[ $bindgen_ok = 0 ] && note "and: cargo install --locked bindgen-cli@$BINDGEN_VERSION"
-		exit 1
-	fi
-	note "apt-get update"
-	apt-get update -qq >/dev/null
-	for pkg in $missing; do
-		note "installing $pkg"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
-	done
+if [ -n "$missing" ] && { [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; }; then
+	note "cannot install (need root and apt-get); install these Debian packages:$missing"
+	[ $bindgen_ok = 0 ] && note "and: cargo install --locked bindgen-cli@$BINDGEN_VERSION"
+	exit 1
+fi
+if [ $bindgen_ok = 0 ] && ! command -v cargo >/dev/null 2>&1; then
+	note "cannot install bindgen-cli: no cargo on PATH"
+	exit 1
 fi
 
+# bindgen-cli is built beside the Debian install (CI starts from a fresh
+# machine: the two took 100 s each, one after the other). Its libclang is
+# loaded at run time, so the build does not need libclang-19-dev yet.
+bindgen_pid=
 if [ $bindgen_ok = 0 ]; then
-	if ! command -v cargo >/dev/null 2>&1; then
-		note "cannot install bindgen-cli: no cargo on PATH"
-		exit 1
-	fi
 	note "cargo install --locked bindgen-cli@$BINDGEN_VERSION"
-	LIBCLANG_PATH=/usr/lib/llvm-19/lib cargo install --quiet --locked "bindgen-cli@$BINDGEN_VERSION"
+	LIBCLANG_PATH=/usr/lib/llvm-19/lib cargo install --quiet --locked "bindgen-cli@$BINDGEN_VERSION" &
+	bindgen_pid=$!
+fi
+apt_status=0
+if [ -n "$missing" ]; then
+	note "apt-get update"
+	# One transaction: apt and dpkg's fixed cost (reading their databases,
+	# running triggers) once, not once per package.
+	note "apt-get install$missing"
+	# shellcheck disable=SC2086 # one word per package
+	{ apt-get update -qq >/dev/null &&
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing >/dev/null; } ||
+		apt_status=$?
+fi
+if [ -n "$bindgen_pid" ] && ! wait "$bindgen_pid"; then
+	note "cargo install bindgen-cli@$BINDGEN_VERSION failed"
+	exit 1
+fi
+if [ "$apt_status" != 0 ]; then
+	note "apt-get failed (status $apt_status) installing:$missing"
+	exit 1
 fi
 note "done"
