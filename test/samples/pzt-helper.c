@@ -23,9 +23,10 @@
  *      a xorshift stream restarted every <period> bytes, whose first 8 bytes
  *      of each period are the period index (so periods differ but share most
  *      chunks). size/period in bytes.
- *   pzt-helper gencmp <seed> <size> <period> <file>   compare <file> with that
- *      stream (what `gen | cmp - <file>` does, without busybox cmp's per-byte
- *      reads): prints "same" or "differ at <offset>" / "short at <offset>" (exit 1)
+ *   pzt-helper gencmp <seed> <size> <period> <file> [<from>]   compare <file>
+ *      with that stream (what `gen | cmp - <file>` does, without busybox cmp's
+ *      per-byte reads), from byte <from> (default 0) to its end: prints "same"
+ *      or "differ at <offset>" / "short at <offset>" (exit 1)
  *   pzt-helper xattrs <path>       the xattr list of <path> like the manifest field
  *   pzt-helper getxattr <path> <key> <bufsize>   lgetxattr with that buffer:
  *      prints "ok <len> <hex>" or "err <strerror>"
@@ -348,15 +349,23 @@ static unsigned char *first_period(uint64_t seed, uint64_t size, uint64_t period
 	return p;
 }
 
-static int gencmp(uint64_t seed, uint64_t size, uint64_t period, const char *file)
+static int gencmp(uint64_t seed, uint64_t size, uint64_t period, const char *file, uint64_t from)
 {
 	static unsigned char a[1 << 16], b[1 << 16];
-	uint64_t pos = 0, gpos = 0, x = 0;
+	uint64_t pos = from, gpos, x = 0;
 	unsigned char *one;
 	int fd = open(file, O_RDONLY);
 	if (fd < 0) { printf("err %s\n", strerror(errno)); return 1; }
 	if (!period) period = size ? size : 1;
+	if (from > size || lseek(fd, (off_t)from, SEEK_SET) != (off_t)from) {
+		printf("err cannot start at %llu\n", (unsigned long long)from);
+		return 1;
+	}
 	one = first_period(seed, size, period);
+	/* The stream restarts at each period: generate from the start of from's. */
+	gpos = from - from % period;
+	while (gpos < from)
+		stream_fill(a, from - gpos < sizeof(a) ? from - gpos : sizeof(a), one, seed, period, &gpos, &x);
 	for (;;) {
 		ssize_t r = read(fd, b, sizeof(b));
 		if (r < 0) { printf("err at %llu: %s\n", (unsigned long long)pos, strerror(errno)); return 1; }
@@ -463,8 +472,9 @@ int main(int argc, char **argv)
 	if (argc == 3 && !strcmp(argv[1], "manifest")) return manifest(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "gen"))
 		return gen(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0));
-	if (argc == 6 && !strcmp(argv[1], "gencmp"))
-		return gencmp(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0), argv[5]);
+	if ((argc == 6 || argc == 7) && !strcmp(argv[1], "gencmp"))
+		return gencmp(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0), argv[5],
+			      argc == 7 ? strtoull(argv[6], 0, 0) : 0);
 	if (argc == 7 && !strcmp(argv[1], "genread"))
 		return genread(strtoull(argv[2], 0, 0), strtoull(argv[3], 0, 0), strtoull(argv[4], 0, 0),
 			       strtoull(argv[5], 0, 0), strtoull(argv[6], 0, 0));
