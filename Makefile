@@ -132,7 +132,8 @@ DEBUG_O := $(O)/debug
 DEBUG_DIFFTEST_OPS ?= 1500
 DEBUG_FUZZ_N ?= 12
 # Guests the debug suite is split over (test/run-shards.sh): it is the longest
-# step, one core per guest, and a two-core machine has a core to spare.
+# step, one core per guest, and a two-core machine has a core to spare. They
+# boot with kmemleak=off; test/debug (kmemleak) runs in one more guest.
 DEBUG_SHARDS ?= 2
 # test-debug = test-debug-build + test-debug-suite (CI overlaps the second
 # with the other steps: .ci/run).
