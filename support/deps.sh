@@ -47,6 +47,8 @@ python3-pexpect:/usr/lib/python3/dist-packages/pexpect/__init__.py
 fsverity:/usr/bin/fsverity
 zstd:/usr/bin/zstd
 python3-docutils:/usr/lib/python3/dist-packages/docutils/__init__.py
+python3-ply:/usr/lib/python3/dist-packages/ply/__init__.py
+python3-git:/usr/lib/python3/dist-packages/git/__init__.py
 e2fsprogs:/sbin/mkfs.ext4
 "
 BINDGEN_VERSION=0.73.2

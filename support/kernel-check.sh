@@ -114,6 +114,8 @@ sys.exit(0 if all(covered(f) for f in sys.argv[1:]) else 1)
 	awk -v covered="$covered" '
 		BEGIN { while ((getline l <covered) > 0) maintained[l] = 1 }
 		/^==== / { patch = $2; next }
+		# A helper checkpatch runs (spdxcheck.py) that crashed: its check was not made.
+		/^Traceback |^[A-Za-z]+Error: / { printf "%s: a checker failed: %s\n", patch, $0; next }
 		/^(ERROR|WARNING|CHECK):/ { kind = $0; sub(/: .*/, "", kind); what = $0; next }
 		kind != "" && /^#[0-9]+: FILE: / {
 			file = $3; sub(/:[0-9]+:$/, "", file)
