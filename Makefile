@@ -71,7 +71,7 @@ export PUZZLEFS_TEST_TOOLS HOST_PUZZLEFS_TEST_TOOLS PYTHON3
 export LINUX_FRAGMENTS LINUX_PATCH_DIRS LINUX_EXT_SCRIPT ROOTFS_OVERLAYS POST_BUILD_SCRIPTS POST_FAKEROOT_SCRIPTS POST_IMAGE_SCRIPTS HOST_DIR
 
 .PHONY: all deps deps-check linux puzzlefs rootfs run test \
-	test-cargo test-suite test-static test-buildroot test-debug test-debug-kernel test-debug-build test-debug-suite fuzz fuzz-debug linux-update-defconfig kernel-series kernel-check bench-builder bench-versions bench clean help check-config ensure-config
+	test-cargo test-suite test-static test-buildroot test-debug test-debug-kernel test-debug-build test-debug-suite fuzz fuzz-debug linux-update-defconfig kernel-series kernel-check kernel-check-tree kernel-check-series bench-builder bench-versions bench clean help check-config ensure-config
 
 all: check-config deps-check linux puzzlefs rootfs
 	@echo ">>> images ready: $(O)/images/bzImage $(O)/images/rootfs.cpio"
@@ -239,6 +239,14 @@ kernel-series: check-config
 # exported series (support/kernel-check.sh says what is allowed).
 kernel-check: check-config deps-check linux
 	@support/kernel-check.sh $(O)
+
+# Its two halves: the checks of the built tree, and those of the exported
+# series, which need no build (CI runs that one beside the builds).
+kernel-check-tree: check-config deps-check linux
+	@support/kernel-check.sh $(O) tree
+
+kernel-check-series: check-config deps-check
+	@support/kernel-check.sh $(O) series
 
 clean:
 	rm -rf $(O)
