@@ -294,6 +294,25 @@ fn hash_block(block: &[u8]) -> [u8; HASH_LEN] {
     hash.finish()
 }
 
+/// Reads tree block `buf` (a whole block) from byte `pos` of the tree `file`, with direct I/O
+/// where the file allows it. The block is kept as a copy once checked, so it has no use in
+/// the tree file's page cache; a buffered read would also start that file's readahead,
+/// reading blocks a mount or a lookup never needs. Where the read is buffered after all (a
+/// file system without direct I/O), the block's page is dropped from the cache.
+fn read_block(file: &RegularFile, buf: &mut [u8], pos: u64) -> Result {
+    let mut done = 0;
+    while done < buf.len() {
+        let at = pos.checked_add(done as u64).ok_or(EOVERFLOW)?;
+        let n = file.read_direct_at(&mut buf[done..], at)?;
+        if n == 0 {
+            return Err(EIO);
+        }
+        done += n;
+    }
+    file.drop_cached(pos, pos.saturating_add(buf.len() as u64));
+    Ok(())
+}
+
 impl MerkleTree {
     /// Opens the tree `file` (named `name`) of a blob of `len` bytes whose recorded fs-verity
     /// digest is `verity`, and checks its top block against it.
@@ -312,8 +331,7 @@ impl MerkleTree {
             return Err(TreeError::Size(size, shape.size()));
         }
         let mut top = KVec::from_elem(0u8, merkle::BLOCK, GFP_KERNEL)?;
-        file.read_exact_at(&mut top, 0)?;
-        file.drop_cached(0, merkle::BLOCK as u64);
+        read_block(&file, &mut top, 0)?;
         let root = hash_block(&top);
         if sha256::digest(&merkle::descriptor(len, &root))? != *verity {
             return Err(TreeError::Root);
@@ -344,10 +362,7 @@ impl MerkleTree {
         let pos = block
             .checked_mul(merkle::BLOCK as u64)
             .ok_or(FormatError::Io)?;
-        let read = self.file.read_exact_at(&mut data, pos);
-        // Kept as a copy once checked: not in the tree file's page cache too.
-        self.file
-            .drop_cached(pos, pos.saturating_add(merkle::BLOCK as u64));
+        let read = read_block(&self.file, &mut data, pos);
         if read.is_err() || !hash_at(&above, at.offset, &hash_block(&data)) {
             pr_err_ratelimited!(
                 "metadata blob {}: block {} of its Merkle tree {} {}\n",
