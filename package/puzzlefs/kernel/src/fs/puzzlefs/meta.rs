@@ -300,15 +300,7 @@ fn hash_block(block: &[u8]) -> [u8; HASH_LEN] {
 /// reading blocks a mount or a lookup never needs. Where the read is buffered after all (a
 /// file system without direct I/O), the block's page is dropped from the cache.
 fn read_block(file: &RegularFile, buf: &mut [u8], pos: u64) -> Result {
-    let mut done = 0;
-    while done < buf.len() {
-        let at = pos.checked_add(done as u64).ok_or(EOVERFLOW)?;
-        let n = file.read_direct_at(&mut buf[done..], at)?;
-        if n == 0 {
-            return Err(EIO);
-        }
-        done += n;
-    }
+    file.read_direct_exact_at(buf, pos)?;
     file.drop_cached(pos, pos.saturating_add(buf.len() as u64));
     Ok(())
 }

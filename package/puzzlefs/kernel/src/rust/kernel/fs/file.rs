@@ -259,10 +259,21 @@ impl RegularFile {
 
     /// Fills `buf` from byte `pos` on; reaching the end of the file first is [`EIO`].
     pub fn read_exact_at(&self, buf: &mut [u8], pos: u64) -> Result {
+        self.fill(buf, pos, Self::read_at)
+    }
+
+    /// Fills `buf` from byte `pos` on with `read`, which returns how many bytes it read (0 at
+    /// the end of the file); reaching the end of the file first is [`EIO`].
+    fn fill(
+        &self,
+        buf: &mut [u8],
+        pos: u64,
+        read: fn(&Self, &mut [u8], u64) -> Result<usize>,
+    ) -> Result {
         let mut done = 0;
         while done < buf.len() {
             let at = pos.checked_add(done as u64).ok_or(EOVERFLOW)?;
-            let n = self.read_at(&mut buf[done..], at)?;
+            let n = read(self, &mut buf[done..], at)?;
             if n == 0 {
                 return Err(EIO);
             }
@@ -383,6 +394,12 @@ impl RegularFile {
     /// again as a normal one.
     pub fn read_direct_at(&self, buf: &mut [u8], pos: u64) -> Result<usize> {
         self.read_direct_into(ReadBuf::new(buf), pos)
+    }
+
+    /// Fills `buf` from byte `pos` on as [`RegularFile::read_direct_at`] reads (directly where
+    /// it can); reaching the end of the file first is [`EIO`].
+    pub fn read_direct_exact_at(&self, buf: &mut [u8], pos: u64) -> Result {
+        self.fill(buf, pos, Self::read_direct_at)
     }
 
     /// [`RegularFile::read_direct_at`] into `buf`.
