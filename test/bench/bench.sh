@@ -302,7 +302,7 @@ boot() {
 	# time) with jiffies, whose timer interrupts come late while the vCPUs are
 	# busy, and falls back to jiffies (4 ms steps at HZ=250): a 3 ms mount
 	# then reads 0 or 4 ms. tsc_early_khz: the guest's TSC counts at the
-	# host's rate, and its calibration against the PIT failed in 5 boots of 9
+	# host's rate, and its calibration against the PIT failed in 6 boots of 11
 	# on a quiet two-core host ("tsc: Unable to calibrate against PIT"),
 	# leaving it on jiffies as well. Should a boot still run on jiffies,
 	# guest.sh stops at once and the boot is made again.
