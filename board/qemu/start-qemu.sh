@@ -17,9 +17,13 @@ done
 # it, which a test would only see as a timeout.
 # Extra disks for benchmarks come as QEMU arguments after the images dir.
 [ -r "$IMAGES/disk.ext4" ] && set -- -drive "file=$IMAGES/disk.ext4,if=virtio,format=raw,snapshot=on,werror=report,rerror=report" "$@"
+# One CPU per socket: without ACPI the kernel learns the CPUs from SeaBIOS's
+# MP table, which lists the first CPU of each package only. With plain
+# `-smp 2` (one socket of two cores) the guest ran on one CPU.
+cpus=${PUZZLEFS_SMP:-2}
 exec qemu-system-x86_64 \
 	-accel "${PUZZLEFS_ACCEL:-tcg}" \
-	-m "${PUZZLEFS_MEM:-1024}" -smp "${PUZZLEFS_SMP:-2}" \
+	-m "${PUZZLEFS_MEM:-1024}" -smp "cpus=$cpus,sockets=$cpus,cores=1,threads=1" \
 	-kernel "$IMAGES/bzImage" -initrd "$IMAGES/rootfs.cpio" \
 	-append "console=ttyS0 loglevel=5 panic=-1 ${PUZZLEFS_APPEND:-}" \
 	-nographic -no-reboot -nic none \
