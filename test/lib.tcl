@@ -131,6 +131,23 @@ proc slowest {n} {
 	return $out
 }
 
+# guest_cpu: the CPU time (user + system, seconds) QEMU has used so far, all
+# its vCPU threads together; "" once it is gone. The machine's cores are
+# shared by every guest and build of a CI run, so a case's cost is this, not
+# its wall time.
+proc guest_cpu {} {
+	if {![info exists ::clk_tck]} { set ::clk_tck [exec getconf CLK_TCK] }
+	if {[catch {
+		set fh [open /proc/[exp_pid -i $::qemu_spawn]/stat]
+		set stat [read $fh]
+		close $fh
+	}]} { return "" }
+	# Fields after the command name (which may hold spaces): state is the
+	# first, utime the 12th, stime the 13th.
+	set f [split [string trim [string range $stat [expr {[string last ")" $stat] + 1}] end]]]
+	return [expr {([lindex $f 11] + [lindex $f 12]) / double($::clk_tck)}]
+}
+
 # run <cmd> ?timeout?: run a shell command in the guest; returns
 # [list <exit status> <output>], output without \r.
 proc run {cmd {timeout_s ""}} {
