@@ -58,10 +58,12 @@ proc watch_oops {} {
 	}
 }
 
-# boot: start QEMU through the board script and wait for the shell.
-proc boot {images timeout_s} {
+# boot: start QEMU through the board script and wait for the shell. QEMU
+# logs each CPU reset, with the CPU's registers, to reset_log: the last one
+# says where a guest that reset itself was.
+proc boot {images timeout_s reset_log} {
 	global spawn_id prompt
-	spawn -noecho board/qemu/start-qemu.sh $images
+	spawn -noecho board/qemu/start-qemu.sh $images -d cpu_reset -D $reset_log
 	set ::qemu_spawn $spawn_id
 	watch_oops
 	set timeout $timeout_s
