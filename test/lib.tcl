@@ -150,6 +150,23 @@ proc guest_cpu {} {
 	return [expr {([lindex $f 11] + [lindex $f 12]) / double($::clk_tck)}]
 }
 
+# qemu_cpus: the number of CPUs the running QEMU was given, read from its
+# command line (`-smp [cpus=]N,...`; 1 without -smp); "" if it cannot be read.
+proc qemu_cpus {} {
+	if {[catch {
+		set fh [open /proc/[exp_pid -i $::qemu_spawn]/cmdline]
+		set argv [split [read $fh] "\0"]
+		close $fh
+	}]} { return "" }
+	set i [lsearch -exact $argv -smp]
+	if {$i < 0} { return 1 }
+	set v [lindex $argv [expr {$i + 1}]]
+	if {[regexp {(?:^|,)cpus=([0-9]+)} $v -> n] || [regexp {^([0-9]+)(?:,|$)} $v -> n]} {
+		return $n
+	}
+	return ""
+}
+
 # run <cmd> ?timeout?: run a shell command in the guest; returns
 # [list <exit status> <output>], output without \r.
 proc run {cmd {timeout_s ""}} {
