@@ -3,7 +3,7 @@
 
 A sampling profiler for a TCG guest, through QEMU's gdb stub: it stops the
 guest a few hundred times a second, reads each vCPU's instruction pointer and
-the kernel text addresses found in the top 512 bytes of its stack, and lets it
+the kernel text addresses found in the top 2 KiB of its stack, and lets it
 run on. perf and ftrace are not in the appliance kernel; this needs nothing in
 the guest but the module's symbols, which guest.sh prints (@@SYM lines).
 
@@ -117,14 +117,16 @@ class Stub:
         rsp = int.from_bytes(bytes.fromhex(regs[7 * 16:8 * 16]), "little")
         rip = int.from_bytes(bytes.fromhex(regs[16 * 16:17 * 16]), "little")
         stack = []
-        mem = self.cmd("m%x,200" % rsp)
+        # 2 KiB (what one reply of QEMU's stub holds): deep enough to reach the driver's and
+        # the syscall's frames below the block layer's and the allocator's.
+        mem = self.cmd("m%x,800" % rsp)
         if not mem.startswith("E"):
             b = bytes.fromhex(mem)
             for k in range(0, len(b) - 7, 8):
                 w = int.from_bytes(b[k:k + 8], "little")
                 if KERNEL_TEXT[0] <= w < KERNEL_TEXT[1]:
                     stack.append(w)
-        return rip, stack[:12]
+        return rip, stack[:64]
 
 
 def text(path):
