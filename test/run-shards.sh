@@ -20,21 +20,10 @@ case $n in '' | *[!0-9]* | 0) echo "run-shards: SHARDS must be a positive number
 debug=${DEBUG_SUITE:-}
 [ "$n" -eq 1 ] && [ -z "$debug" ] && exec expect test/run.exp
 
-# selects <folder>: whether CASES (globs; empty: all) names a case of test/<folder>.
+# selects <folder>: whether CASES (globs; empty: all) names a case of
+# test/<folder>, as run.exp selects them.
 selects() {
-	local f name g
-	for f in test/"$1"/*.exp; do
-		name=$(basename "$f" .exp)
-		[ "$name" = 99-poweroff ] && continue
-		[ -z "${CASES:-}" ] && return 0
-		set -f
-		for g in $CASES; do
-			# shellcheck disable=SC2254 # the globs are CASES'
-			case $name in $g) set +f; return 0 ;; esac
-		done
-		set +f
-	done
-	return 1
+	[ -n "$(SUITE_PARTS=$1 LIST_CASES=1 expect test/run.exp)" ]
 }
 
 # One line per runner: <parts> <claims: yes/no> <extra kernel arguments>.
