@@ -249,6 +249,26 @@ def main():
             row += [" / ".join(f"{v:,.0f}" for v in p.values()) or "–" for p in per]
             lines.append("| " + " | ".join(row) + " |")
 
+    # Round by round: this build's boot ÷ the other build's boot of the same
+    # round (bench.sh boots them in turn), so that one can see whether the
+    # rounds agree before reading the ratio of the medians above.
+    rounds = {lb: len({r["boot"] for r in runs if r["label"] == lb}) for lb in labels}
+    for lb, fs in pairs:
+        if rounds[cur] < 2 or rounds[lb] < 2:
+            continue
+        rr = []
+        for wl, mode, title in ROWS:
+            if wl == "cache" or wl in FIELD_ROWS:
+                continue
+            a, b = boots(cur, fs, wl, mode), boots(lb, fs, wl, mode)
+            ratios = [x / y for x, y in zip(a.values(), b.values()) if y]
+            if ratios:
+                title = title.format(**{k: f"{v:,}" for k, v in counts.items()})
+                rr.append(f"| {title} | " + " / ".join(f"{q:.2f}" for q in ratios) + " |")
+        if rr:
+            lines += ["", f"{FS_TITLE[fs]}: {cur} ÷ {lb}, round by round (each round's medians):", "",
+                      "| | rounds |", "|---|---|"] + rr
+
     # The targets of issue 12, from this run (this build's columns).
     def v(fs, key):
         return value(table.get(src.get(fs), {}).get(fs, {}).get(key))
