@@ -199,16 +199,17 @@ fn dir_order(dir: &Dir<'_, '_>) -> Result<DirOrder> {
     Ok(DirOrder::Index(order))
 }
 
-/// The per-inode data of `inode`, at position `pos` of layer `layer`, and the size of a
-/// regular file.
+/// The per-inode data of `inode`, of kind `kind`, at position `pos` of layer `layer`, and the
+/// size of a regular file.
 fn inode_data(
     layer: u32,
     pos: u32,
     ino: u64,
+    kind: InodeKind,
     inode: &Inode<'_, '_>,
 ) -> Result<(InodeData, Option<u64>)> {
     let mut size = None;
-    let extra = match inode.kind().inode(ino)? {
+    let extra = match kind {
         InodeKind::File => {
             let file = inode.file().inode(ino)?;
             let (starts, bytes) = chunk_starts(ino, &file)?;
@@ -236,13 +237,17 @@ fn inode_data(
     Ok((InodeData { layer, pos, extra }, size))
 }
 
-/// The VFS description of a metadata inode; `file_size` is a regular file's size, found by
-/// [`inode_data`].
+/// The VFS description of a metadata inode of kind `kind`; `file_size` is a regular file's
+/// size, found by [`inode_data`].
 ///
 /// Time stamps are 0 (the format has none), directories have one link (the number is not
 /// stored, and 1 is what tools read as "unknown"), as have files: hard links share one inode
 /// number, hence one inode, but their count is not stored either.
-fn params(inode: &Inode<'_, '_>, file_size: Option<u64>) -> Result<Params, FormatError> {
+fn params(
+    kind: InodeKind,
+    inode: &Inode<'_, '_>,
+    file_size: Option<u64>,
+) -> Result<Params, FormatError> {
     let corrupt = |what| FormatError::Corrupt { what };
     let dev = |rdev: Option<puzzlefs_format::Rdev>| -> Result<(u32, u32), FormatError> {
         let rdev = rdev.ok_or(corrupt("device without numbers"))?;
@@ -253,7 +258,7 @@ fn params(inode: &Inode<'_, '_>, file_size: Option<u64>) -> Result<Params, Forma
         }
         Ok((major, minor))
     };
-    let (typ, size) = match inode.kind()? {
+    let (typ, size) = match kind {
         InodeKind::Dir => (Type::Dir, 0),
         InodeKind::File => (Type::Reg, file_size.ok_or(FormatError::Io)?),
         InodeKind::Lnk => {
@@ -304,9 +309,9 @@ pub(crate) fn iget(sb: &SuperBlock<PuzzleFs>, ino: u64) -> Result<INodeRef<Puzzl
         Lookup::Cached(inode) => return Ok(inode),
         Lookup::New(new) => new,
     };
-    let found = sb.data().find_inode(ino, |layer, pos, inode| {
-        let (data, size) = inode_data(layer, pos, ino, &inode)?;
-        let params = params(&inode, size)
+    let found = sb.data().find_inode(ino, |layer, pos, kind, inode| {
+        let (data, size) = inode_data(layer, pos, ino, kind, &inode)?;
+        let params = params(kind, &inode, size)
             .map(|p| sb.data().apply_nlink(ino, p))
             .inode(ino)?;
         Ok((params, data))

@@ -158,13 +158,20 @@ pub(crate) struct Info {
 }
 
 impl Info {
-    /// The blob of layer `i` for one operation: a fresh read budget (see
-    /// `puzzlefs_format::paged`), made from what its parse at mount read.
-    fn blob(&self, i: usize) -> puzzlefs_format::Result<Blob<'_>> {
+    /// The blob of layer `layer` for one operation: a fresh read budget (see
+    /// `puzzlefs_format::paged`), made from what its parse at mount read. The one place a
+    /// layer index is checked: one past the layers is [`FormatError::Bounds`].
+    fn blob(&self, layer: u32) -> puzzlefs_format::Result<Blob<'_>> {
+        let i = usize::try_from(layer).map_err(|_| FormatError::Bounds)?;
         match (self.layers.get(i), self.headers.get(i)) {
             (Some(meta), Some(header)) => Blob::from_header(meta, header),
             _ => Err(FormatError::Bounds),
         }
+    }
+
+    /// The layer indexes, top first (at most `MAX_LAYERS`, so each fits a `u32`).
+    fn layer_indexes(&self) -> impl Iterator<Item = u32> {
+        (0u32..).zip(0..self.layers.len()).map(|(i, _)| i)
     }
 
     /// Runs `f` on the metadata layers (top first), each with a fresh read budget.
@@ -173,7 +180,7 @@ impl Info {
         f: impl for<'b> FnOnce(&Layers<'b, 's>) -> Result<R>,
     ) -> Result<R> {
         let mut blobs = KVec::with_capacity(self.layers.len(), GFP_KERNEL)?;
-        for i in 0..self.layers.len() {
+        for i in self.layer_indexes() {
             // Parsed at mount: a failure now is a bug.
             let blob = self.blob(i).map_err(|e| {
                 pr_err_ratelimited!("metadata layer {}: {}\n", i, e);
@@ -206,7 +213,8 @@ impl Info {
     }
 
     /// Finds inode `ino` (the top-most layer holding it wins, as in `find_inode`) and runs `f`
-    /// on it with its layer index and position there (what [`Info::with_inode`] takes).
+    /// on it with its layer index and position there (what [`Info::with_inode`] takes) and its
+    /// kind (read here to tell a whiteout, and not again by `f`).
     ///
     /// Layers are searched one at a time, without allocating, until one holds the inode; each
     /// gets a fresh read budget (see [`Info::with_layers`]). A whiteout is
@@ -214,18 +222,17 @@ impl Info {
     pub(crate) fn find_inode<'s, R>(
         &'s self,
         ino: u64,
-        f: impl for<'b> FnOnce(u32, u32, Inode<'b, 's>) -> Result<R>,
+        f: impl for<'b> FnOnce(u32, u32, InodeKind, Inode<'b, 's>) -> Result<R>,
     ) -> Result<core::result::Result<R, FormatError>> {
         let mut f = Some(f);
-        for (i, k) in (0u32..).zip(0..self.layers.len()) {
-            let found = self.blob(k).and_then(|blob| {
-                let found = blob.layer()?.find_pos(ino)?;
-                match found {
-                    Some((_, inode)) if inode.kind()? == InodeKind::Wht => {
-                        Err(FormatError::Whiteout(ino))
-                    }
-                    Some((pos, inode)) => Ok(f.take().map(|f| f(i, pos, inode))),
-                    None => Ok(None),
+        for i in self.layer_indexes() {
+            let found = self.blob(i).and_then(|blob| {
+                let Some((pos, inode)) = blob.layer()?.find_pos(ino)? else {
+                    return Ok(None);
+                };
+                match inode.kind()? {
+                    InodeKind::Wht => Err(FormatError::Whiteout(ino)),
+                    kind => Ok(f.take().map(|f| f(i, pos, kind, inode))),
                 }
             });
             match found {
@@ -246,10 +253,6 @@ impl Info {
         pos: u32,
         f: impl for<'b> FnOnce(Inode<'b, 's>) -> Result<R>,
     ) -> Result<R> {
-        let layer = usize::try_from(layer)
-            .ok()
-            .filter(|&l| l < self.layers.len())
-            .ok_or(EINVAL)?;
         let inode = self.blob(layer).and_then(|blob| {
             let inode = blob.layer()?.inode_at(pos)?;
             if inode.ino()? != ino {
@@ -272,10 +275,6 @@ impl Info {
         layer: u32,
         f: impl for<'b> FnOnce(&'b Blob<'s>) -> Result<R>,
     ) -> Result<R> {
-        let layer = usize::try_from(layer)
-            .ok()
-            .filter(|&l| l < self.layers.len())
-            .ok_or(EINVAL)?;
         let blob = self.blob(layer).map_err(|e| {
             pr_err_ratelimited!("metadata layer {}: {}\n", layer, e);
             crate::error::format_errno(&e)

@@ -304,16 +304,20 @@ impl RegularFile {
         // credentials, alive for as long as the file; the guard is dropped at the end of this
         // function, on this task.
         let _creds = unsafe { CredsOverride::new((*self.file.as_ptr()).f_cred) };
-        // SAFETY: The file is open (type invariant). `vfs_fadvise` checks its arguments and,
-        // for WILLNEED, only starts reads into the file's page cache.
-        let _ = unsafe {
-            bindings::vfs_fadvise(
-                self.file.as_ptr(),
-                pos,
-                len,
-                bindings::POSIX_FADV_WILLNEED as i32,
-            )
+        self.advise(pos, len, bindings::POSIX_FADV_WILLNEED);
+    }
+
+    /// Gives `advice` (`POSIX_FADV_WILLNEED` or `POSIX_FADV_DONTNEED`, the only ones asked
+    /// for) on bytes `pos..pos + len`; a failure only leaves the page cache as it was.
+    fn advise(&self, pos: bindings::loff_t, len: bindings::loff_t, advice: u32) {
+        let Ok(advice) = i32::try_from(advice) else {
+            return;
         };
+        // SAFETY: The file is open (type invariant). `vfs_fadvise` checks its arguments; for
+        // WILLNEED it only starts reads into the file's page cache, for DONTNEED it starts
+        // writeback of dirty pages (as the same advice from any reader of the file would) and
+        // drops clean ones, taking the locks it needs.
+        let _ = unsafe { bindings::vfs_fadvise(self.file.as_ptr(), pos, len, advice) };
     }
 
     /// The file's readahead window in bytes: its backing device's `read_ahead_kb` when it was
@@ -368,17 +372,7 @@ impl RegularFile {
         // Not `invalidate_mapping_pages` alone: a page just read sits in its CPU's LRU batch,
         // with a reference that makes it fail, and would stay cached. The advice drains that
         // batch first (and every CPU's when a page still could not be dropped).
-        // SAFETY: The file is open (type invariant). `vfs_fadvise` checks its arguments and,
-        // for DONTNEED, starts writeback of dirty pages (as the same advice from any reader of
-        // the file would) and drops clean ones, taking the locks it needs.
-        let _ = unsafe {
-            bindings::vfs_fadvise(
-                self.file.as_ptr(),
-                start,
-                len,
-                bindings::POSIX_FADV_DONTNEED as i32,
-            )
-        };
+        self.advise(start, len, bindings::POSIX_FADV_DONTNEED);
     }
 
     /// Reads into `buf` from byte `pos` on, bypassing the file's page cache (`IOCB_DIRECT`)
