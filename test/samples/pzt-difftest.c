@@ -24,6 +24,8 @@
  *   splice and sendfile into a pipe, copy_file_range into a tmpfs file;
  *   mmap at offsets incl. past EOF, touching every page (SIGBUS caught with
  *     sigsetjmp; bytes past EOF in the last page must be zero);
+ *   readahead(2) and posix_fadvise (every advice) over hostile ranges, then a pread
+ *     of what was read ahead or dropped;
  *   getxattr/lgetxattr/fgetxattr/listxattr/llistxattr with buffer sizes 0, 1,
  *     exact-1, exact, exact+1, huge, real and hostile names;
  *   readlink with sizes 0, 1, exact-1, exact, exact+1, huge;
@@ -1492,6 +1494,39 @@ static void op_mmap(int side, struct par *p, struct rec *r)
 	close(fd);
 }
 
+/* ---- readahead(2) and posix_fadvise: the driver's readahead over any range */
+
+static void gen_advise(struct par *p)
+{
+	gen_read(p);
+	p->how = (int)RN(7);	/* readahead(2), or one of the six advice values */
+}
+static void op_advise(int side, struct par *p, struct rec *r)
+{
+	static const int advice[] = { POSIX_FADV_WILLNEED, POSIX_FADV_DONTNEED, POSIX_FADV_NOREUSE,
+				      POSIX_FADV_SEQUENTIAL, POSIX_FADV_RANDOM, POSIX_FADV_NORMAL };
+	int fd = open_ro(side, p, 0);
+
+	rret(r, "open", fd);
+	if (fd < 0)
+		return;
+	if (p->how == 0) {
+		rret(r, "readahead", readahead(fd, p->off, (size_t)p->size));
+	} else {
+		/* returns the error number instead of setting errno */
+		int e = posix_fadvise(fd, p->off, (off_t)p->size, advice[p->how - 1]);
+
+		rp(r, "fadvise=%s ", e ? (strerrorname_np(e) ? strerrorname_np(e) : "?") : "0");
+	}
+	/* what the advice read in or dropped reads back the same */
+	int64_t at = p->off >= 0 && p->off < p->e->size ? p->off : 0;
+	ssize_t n = pread(fd, buf, 8192, at);
+
+	rret(r, "pread", n);
+	rdata(r, buf, n);
+	close(fd);
+}
+
 /* ---- ioctls */
 
 static void gen_ioctl(struct par *p)
@@ -1791,6 +1826,7 @@ static const struct op {
 	{ "open", gen_open, op_open, 10 },
 	{ "xfer", gen_xfer, op_xfer, 8 },
 	{ "mmap", gen_mmap, op_mmap, 8 },
+	{ "advise", gen_advise, op_advise, 5 },
 	{ "ioctl", gen_ioctl, op_ioctl, 6 },
 };
 #define NOPS (sizeof(ops) / sizeof(*ops))
