@@ -33,6 +33,9 @@ use puzzlefs_format::{ChunkList, Digest, HexDigest, InodeKind, Piece, Pieces};
 /// Pieces filled between two `cond_resched()` calls.
 const RESCHED_EVERY: usize = 64;
 
+/// Most pieces of a readahead window looked at for the chunks to read at once.
+const PREFETCH_PIECES: usize = 4 * decompress::PREFETCH;
+
 /// Where to start mapping file offset `pos`: the last indexed chunk starting at or before it
 /// (chunk 0 if none is indexed).
 fn hint(starts: &[u64], pos: u64) -> (u32, u64) {
@@ -340,7 +343,34 @@ pub(crate) fn readahead(inode: &INode<PuzzleFs>, ra: &mut Readahead<'_>) -> Resu
     let pos = u64::try_from(ra.pos())?;
     let len = ra.len();
     info.with_blob(data.layer, |blob| {
-        let mut filler = Filler::new(info, ino, &blob.file_at(place), starts, pos, len)?;
+        let file = blob.file_at(place);
+        prefetch(info, ino, &file, starts, pos, len);
+        let mut filler = Filler::new(info, ino, &file, starts, pos, len)?;
         ra.for_each_folio(|folio| filler.fill(folio))
     })
+}
+
+/// Reads the chunks that bytes `pos..pos + len` of `file` need, when there are several, all at
+/// once (`decompress::prefetch`), before the window is filled from them. A range that cannot
+/// be mapped is left to the fill, which reports it.
+fn prefetch<F: ChunkList>(info: &Info, ino: u64, file: &F, starts: &[u64], pos: u64, len: usize) {
+    let (chunk, chunk_start) = hint(starts, pos);
+    let Ok(pieces) = file.map_from(chunk, chunk_start, pos, len as u64) else {
+        return;
+    };
+    let Ok(mut keys) = KVec::with_capacity(decompress::PREFETCH, GFP_KERNEL) else {
+        return;
+    };
+    // However the pieces of a hostile image interleave, a bounded look.
+    for piece in pieces.take(PREFETCH_PIECES) {
+        let Ok(piece) = piece else { break };
+        let key = (piece.blob.digest, piece.blob.compressed);
+        if keys.contains(&key) {
+            continue;
+        }
+        if keys.len() == decompress::PREFETCH || keys.push(key, GFP_KERNEL).is_err() {
+            break;
+        }
+    }
+    decompress::prefetch(info, ino, &keys);
 }

@@ -27,6 +27,7 @@
 #![forbid(unsafe_code)]
 
 use crate::mount::Info;
+use kernel::fs::file::RegularFile;
 use kernel::page::PAGE_SIZE;
 use kernel::pr_err_ratelimited;
 use kernel::prelude::*;
@@ -47,7 +48,11 @@ const MAX_CACHE_BYTES: usize = 8 << 20;
 /// Idle decompression contexts kept per mount (a context is ~100 KiB of workspace).
 const POOL: usize = 4;
 /// Chunks marked as being read at a time (more are read unmarked: possibly twice).
-const LOADING: usize = 8;
+const LOADING: usize = 24;
+/// Most chunks [`prefetch`] reads at once.
+pub(crate) const PREFETCH: usize = 16;
+/// Most bytes of chunk blobs [`prefetch`] reads at once.
+const PREFETCH_BYTES: u64 = 4 << 20;
 
 struct Slot {
     digest: Digest,
@@ -145,6 +150,13 @@ impl ChunkCache {
         if let Some(free) = self.idle.iter_mut().find(|s| s.is_none()) {
             *free = Some(d);
         }
+    }
+
+    fn contains(&self, key: &(Digest, bool)) -> bool {
+        self.slots
+            .iter()
+            .flatten()
+            .any(|s| s.digest == key.0 && s.compressed == key.1)
     }
 
     fn get(&mut self, digest: &Digest, compressed: bool) -> Option<Arc<KVVec<u8>>> {
@@ -265,6 +277,105 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) ->
     result
 }
 
+/// Reads the chunks of `keys` (the first [`PREFETCH`]) that are neither cached nor being read
+/// into the cache, their blobs' direct reads submitted together
+/// (`RegularFile::read_to_vecs`), when there are two or more: the fill of a readahead window
+/// that needs several chunks then waits for the device once, not once per chunk.
+///
+/// Only a way to make the reads that follow faster: a chunk that cannot be read here (or is
+/// too large for this) is left to them, and they report the error. The chunks are marked as
+/// being read meanwhile, so that those reads wait for these instead of reading them again.
+pub(crate) fn prefetch(info: &Info, ino: u64, keys: &[(Digest, bool)]) {
+    let chunks = info.chunks();
+    let Ok(mut mine) = KVec::with_capacity(keys.len().min(PREFETCH), GFP_KERNEL) else {
+        return;
+    };
+    {
+        let mut cache = chunks.cache.lock();
+        let wanted = |cache: &ChunkCache, key: &(Digest, bool)| {
+            !cache.contains(key) && !cache.is_loading(key)
+        };
+        let keys = keys.get(..keys.len().min(PREFETCH)).unwrap_or(&[]);
+        if keys.iter().filter(|key| wanted(&cache, key)).count() < 2 {
+            return;
+        }
+        for key in keys {
+            if wanted(&cache, key) && cache.mark_loading(key) {
+                // Within the capacity: no allocation under the lock.
+                if mine.push(*key, GFP_NOWAIT).is_err() {
+                    cache.unmark_loading(key);
+                }
+            }
+        }
+    }
+    read_marked(info, &chunks.cache, ino, &mine);
+    let mut cache = chunks.cache.lock();
+    for key in mine.iter() {
+        cache.unmark_loading(key);
+    }
+    drop(cache);
+    chunks.loaded.notify_all();
+}
+
+/// [`prefetch`]'s reads of the chunks of `keys`, marked as being read, into the cache.
+fn read_marked(info: &Info, cache: &Mutex<ChunkCache>, ino: u64, keys: &[(Digest, bool)]) {
+    let Ok(mut files) = KVec::with_capacity(keys.len(), GFP_KERNEL) else {
+        return;
+    };
+    let mut bytes = 0u64;
+    for key in keys {
+        // A blob that cannot be opened is left to the reads that follow, which log why.
+        let Ok(file) = info.open_blob(&key.0) else {
+            continue;
+        };
+        let Ok(size) = file.size() else { continue };
+        bytes = bytes.saturating_add(size);
+        if size > chunk_max(key.1) as u64 || bytes > PREFETCH_BYTES {
+            continue;
+        }
+        if files.push((*key, file), GFP_KERNEL).is_err() {
+            return;
+        }
+    }
+    let Ok(mut refs) = KVec::with_capacity(files.len(), GFP_KERNEL) else {
+        return;
+    };
+    for (_, file) in files.iter() {
+        if refs.push(&**file, GFP_KERNEL).is_err() {
+            return;
+        }
+    }
+    let Ok(read) = RegularFile::read_to_vecs(&refs, MAX_COMPRESSED) else {
+        return;
+    };
+    for ((key, file), src) in files.iter().zip(read) {
+        let Ok(src) = src else { continue };
+        file.drop_cached(0, u64::MAX);
+        // One chunk decompressed at a time, each cached before the next.
+        let data = if key.1 {
+            match decompress(cache, ino, &key.0, &src) {
+                Ok(data) => data,
+                Err(_) => continue,
+            }
+        } else {
+            src
+        };
+        let Ok(data) = Arc::new(data, GFP_KERNEL) else {
+            return;
+        };
+        cache.lock().insert(&key.0, key.1, &data);
+    }
+}
+
+/// The largest chunk blob read whole: compressed, or not.
+fn chunk_max(compressed: bool) -> usize {
+    if compressed {
+        MAX_COMPRESSED
+    } else {
+        MAX_CHUNK
+    }
+}
+
 /// Reads chunk blob `digest` whole, decompressing it if `compressed` (see [`chunk`]), outside
 /// the cache lock.
 fn read_whole(
@@ -282,12 +393,7 @@ fn read_whole(
     if !compressed && file.size()? > MAX_CHUNK as u64 {
         return Ok(Whole::Ranged);
     }
-    let max = if compressed {
-        MAX_COMPRESSED
-    } else {
-        MAX_CHUNK
-    };
-    let src = file.read_to_vec(max).map_err(|e| {
+    let src = file.read_to_vec(chunk_max(compressed)).map_err(|e| {
         pr_err_ratelimited!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
         EIO
     })?;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 
 #include <linux/cacheflush.h>
+#include <linux/completion.h>
 #include <linux/cred.h>
 #include <linux/fs.h>
 #include <linux/fs_parser.h>
@@ -177,6 +178,11 @@ void rust_helper_folio_put(struct folio *folio)
 void rust_helper_init_sync_kiocb(struct kiocb *kiocb, struct file *filp)
 {
 	init_sync_kiocb(kiocb, filp);
+}
+
+void rust_helper_init_completion(struct completion *x)
+{
+	init_completion(x);
 }
 
 bool rust_helper_is_vmalloc_addr(const void *x)

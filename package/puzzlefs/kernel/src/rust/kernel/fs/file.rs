@@ -14,9 +14,11 @@ use crate::bindings;
 use crate::error::{from_err_ptr, to_result};
 use crate::prelude::*;
 use crate::sched::cond_resched;
+use crate::types::Opaque;
 use core::marker::PhantomData;
 use core::mem::MaybeUninit;
 use core::ptr::NonNull;
+use core::sync::atomic::{AtomicIsize, AtomicUsize, Ordering};
 
 /// A private clone of the mount of a directory, with the credentials of who cloned it.
 ///
@@ -398,12 +400,7 @@ impl RegularFile {
 
     /// [`RegularFile::read_direct_at`] into `buf`.
     fn read_direct_into(&self, buf: ReadBuf<'_>, pos: u64) -> Result<usize> {
-        // SAFETY: The file is open (type invariant), so `f_mode` is readable; the flag is set
-        // at open and never changes afterwards.
-        let can = unsafe { (*self.file.as_ptr()).f_mode } & bindings::FMODE_CAN_ODIRECT != 0;
-        let aligned =
-            (buf.ptr as usize | buf.len) % DIRECT_ALIGN == 0 && pos % DIRECT_ALIGN as u64 == 0;
-        if !can || !aligned || buf.len == 0 {
+        if !self.can_read_direct(buf.ptr, buf.len, pos) {
             return self.read_into(buf, pos);
         }
         let ki_pos: bindings::loff_t = pos.try_into()?;
@@ -472,13 +469,33 @@ impl RegularFile {
     /// one loop. A file that changes size meanwhile is read up to the size it had first
     /// (reaching its end earlier is [`EIO`]).
     pub fn read_to_vec(&self, max: usize) -> Result<KVVec<u8>> {
+        let (mut v, size) = self.whole_buffer(max)?;
+        // SAFETY: No byte of the new buffer is claimed to be initialised.
+        unsafe { self.read_rest(&mut v, 0, size) }?;
+        Ok(v)
+    }
+
+    /// An empty buffer for the whole file, as [`RegularFile::read_to_vec`] allocates it, and
+    /// the file's size.
+    fn whole_buffer(&self, max: usize) -> Result<(KVVec<u8>, usize)> {
         let size: usize = self.size()?.try_into().map_err(|_| EFBIG)?;
         if size > max {
             return Err(EFBIG);
         }
         let whole = size.checked_next_multiple_of(DIRECT_ALIGN).ok_or(EFBIG)?;
-        let mut v = KVVec::with_capacity(whole, GFP_KERNEL)?;
-        let mut done = 0usize;
+        Ok((KVVec::with_capacity(whole, GFP_KERNEL)?, size))
+    }
+
+    /// Reads bytes `done..size` of the file into `v`'s capacity, as
+    /// [`RegularFile::read_to_vec`] does, then makes `v` the file's `size` bytes.
+    ///
+    /// # Safety
+    ///
+    /// `v` must be a buffer of [`RegularFile::whole_buffer`] for this file (`size` is the size
+    /// it returned) and bytes `0..done` of its capacity must have been written with the
+    /// file's bytes.
+    unsafe fn read_rest(&self, v: &mut KVVec<u8>, mut done: usize, size: usize) -> Result {
+        let whole = v.capacity();
         while done < size {
             let end = done.saturating_add(READ_STEP).min(whole);
             let step = v.spare_capacity_mut().get_mut(done..end).ok_or(EIO)?;
@@ -491,12 +508,273 @@ impl RegularFile {
             done = done.saturating_add(n);
             cond_resched();
         }
-        // SAFETY: The reads above wrote bytes `0..done` of the capacity, and `size <= done`
-        // (no read returns more than it was given, and `whole` is the capacity); bytes need no
-        // drop.
+        // SAFETY: Bytes `0..done` of the capacity were written (function contract, and the
+        // reads above), and `size <= done` (no read returns more than it was given, and
+        // `whole` is the capacity); bytes need no drop.
         unsafe { v.set_len(size) };
-        Ok(v)
+        Ok(())
     }
+
+    /// Reads each of `files` whole, as [`RegularFile::read_to_vec`] does, with at most `max`
+    /// bytes each; the results are in the order of `files`.
+    ///
+    /// The direct reads of all of them are submitted before the first is waited for (as
+    /// asynchronous kiocbs, under one block plug), so that the device serves them together
+    /// instead of one after the other. The call returns once every read has completed; the
+    /// wait is not interruptible, since the device writes into the buffers until then. A read
+    /// that cannot be made that way (no direct I/O, refused, short) is finished as
+    /// [`RegularFile::read_to_vec`] reads, after the others.
+    pub fn read_to_vecs(files: &[&RegularFile], max: usize) -> Result<KVec<Result<KVVec<u8>>>> {
+        // Per file: its buffer and size, and the index of its read in `reqs` if it has one.
+        let mut bufs = KVec::with_capacity(files.len(), GFP_KERNEL)?;
+        for file in files {
+            bufs.push((file.whole_buffer(max), None), GFP_KERNEL)?;
+        }
+        let batch = KBox::pin_init(Batch::new(), GFP_KERNEL)?;
+        // Never grown after this: the file system keeps pointers into it until completion.
+        let mut reqs = KVec::<Pending>::with_capacity(files.len(), GFP_KERNEL)?;
+        for (file, (buf, req)) in files.iter().zip(bufs.iter_mut()) {
+            let Ok((v, _)) = buf else { continue };
+            let addr = v.spare_capacity_mut().as_mut_ptr().cast::<u8>();
+            let len = v.capacity();
+            if file.can_read_direct(addr, len, 0) {
+                *req = Some(reqs.len());
+                reqs.push(Pending::new(file, addr, len, &batch), GFP_KERNEL)?;
+            }
+        }
+        let mut plug = MaybeUninit::<bindings::blk_plug>::uninit();
+        // SAFETY: `blk_start_plug` initialises the plug, which lives on this stack until
+        // `blk_finish_plug` below.
+        unsafe { bindings::blk_start_plug(plug.as_mut_ptr()) };
+        for req in reqs.iter() {
+            // SAFETY: `req` is in `reqs`, which is not grown, moved or freed before every read
+            // completed (the wait below); its buffer is the capacity of a vector of `bufs`
+            // (moving the vector does not move it), likewise; so is `batch`; each read is
+            // submitted once.
+            unsafe { req.submit() };
+        }
+        // SAFETY: The plug was started above, on this task.
+        unsafe { bindings::blk_finish_plug(plug.as_mut_ptr()) };
+        batch.wait();
+        // Every read completed: nothing writes into the buffers any more.
+        let mut out = KVec::with_capacity(files.len(), GFP_KERNEL)?;
+        for (file, (buf, req)) in files.iter().zip(bufs) {
+            let r = buf.and_then(|(mut v, size)| {
+                let mut done = 0;
+                if let Some(req) = req.and_then(|i| reqs.get(i)) {
+                    req.finish();
+                    match req.result() {
+                        Ok(n) => done = n.min(v.capacity()),
+                        // Refused (alignment stricter than a page): read below, which then
+                        // reads normally, as `read_direct_at` does.
+                        Err(e) if e == EINVAL => (),
+                        Err(e) => return Err(e),
+                    }
+                }
+                // SAFETY: `v` is this file's buffer of `whole_buffer`, and a completed read
+                // wrote bytes `0..done` of its capacity (a read never returns more than it
+                // was given).
+                unsafe { file.read_rest(&mut v, done, size) }?;
+                Ok(v)
+            });
+            out.push(r, GFP_KERNEL)?;
+        }
+        Ok(out)
+    }
+
+    /// Whether a read of `len` bytes into `addr` at `pos` is asked for with direct I/O (see
+    /// [`RegularFile::read_direct_at`]).
+    fn can_read_direct(&self, addr: *const u8, len: usize, pos: u64) -> bool {
+        // SAFETY: The file is open (type invariant), so `f_mode` is readable; the flag is set
+        // at open and never changes afterwards.
+        let can = unsafe { (*self.file.as_ptr()).f_mode } & bindings::FMODE_CAN_ODIRECT != 0;
+        can && len != 0
+            && (addr as usize | len) % DIRECT_ALIGN == 0
+            && pos % DIRECT_ALIGN as u64 == 0
+    }
+}
+
+/// The completion all reads of one [`RegularFile::read_to_vecs`] call signal.
+///
+/// # Invariants
+///
+/// `done` was initialised by `init_completion` and never moves (the value is pinned).
+#[pin_data]
+struct Batch {
+    #[pin]
+    done: Opaque<bindings::completion>,
+    /// Reads not completed yet, plus one held by the submitter until all are submitted.
+    left: AtomicUsize,
+}
+
+impl Batch {
+    fn new() -> impl PinInit<Self> {
+        pin_init!(Self {
+            // SAFETY: `init_completion` initialises the completion in place, where it stays.
+            done <- unsafe {
+                Opaque::ffi_init(|p: *mut bindings::completion| bindings::init_completion(p))
+            },
+            left: AtomicUsize::new(1),
+        })
+    }
+
+    /// Counts one read done; the last one completes the batch.
+    fn finish_one(&self) {
+        if self.left.fetch_sub(1, Ordering::AcqRel) == 1 {
+            // SAFETY: `done` is initialised (type invariant); `complete` may be called from any
+            // context, and a waiter returns only after it released the completion's lock.
+            unsafe { bindings::complete(self.done.get()) };
+        }
+    }
+
+    /// Drops the submitter's count and waits until every read completed.
+    fn wait(&self) {
+        self.finish_one();
+        // SAFETY: `done` is initialised (type invariant). Not interruptible: the device may
+        // be writing into the buffers until the last read completes.
+        unsafe { bindings::wait_for_completion(self.done.get()) };
+    }
+}
+
+/// One read of [`RegularFile::read_to_vecs`]: an asynchronous direct read of a whole file.
+///
+/// # Invariants
+///
+/// `kvec` describes a buffer valid for writes of its length, and `file` is an open file, both
+/// until the read completed; `batch` points to the batch the read counts in, which outlives
+/// the read. `kiocb` and `iter` are set up by [`Pending::submit`].
+struct Pending {
+    kiocb: Opaque<bindings::kiocb>,
+    kvec: Opaque<bindings::kvec>,
+    iter: Opaque<bindings::iov_iter>,
+    file: NonNull<bindings::file>,
+    /// What the read returned (bytes read, or a negative errno), once completed.
+    ret: AtomicIsize,
+    batch: *const Batch,
+}
+
+impl Pending {
+    /// A read of `len` bytes of `file` from its start into `addr`, counting in `batch`; set up
+    /// in [`Pending::submit`], once the value is at its final address.
+    fn new(file: &RegularFile, addr: *mut u8, len: usize, batch: &Batch) -> Self {
+        Pending {
+            kiocb: Opaque::uninit(),
+            kvec: Opaque::new(bindings::kvec {
+                iov_base: addr.cast(),
+                iov_len: len,
+            }),
+            iter: Opaque::uninit(),
+            file: file.file,
+            ret: AtomicIsize::new(0),
+            batch,
+        }
+    }
+
+    /// Starts the read; its completion (now, or later from `pending_done`) counts in the
+    /// batch.
+    ///
+    /// # Safety
+    ///
+    /// `self` must not move, and its file, buffer and batch must stay alive, until the batch's
+    /// wait returned; it is submitted once.
+    unsafe fn submit(&self) {
+        let file = self.file.as_ptr();
+        let kiocb = self.kiocb.get();
+        let (addr, len) = self.buffer();
+        if is_vmalloc(addr.cast()) {
+            // On architectures whose data caches alias, no line of the buffer may be written
+            // back over what the device writes into it.
+            // SAFETY: `addr` is the vmalloc address of the buffer, valid for `len` bytes
+            // (type invariant and function contract).
+            unsafe { bindings::flush_kernel_vmap_range(addr, len as _) };
+        }
+        // SAFETY: `init_sync_kiocb` writes the whole kiocb; the file is open (`Pending::new`
+        // took it from an open `RegularFile`, alive per the function contract).
+        unsafe { bindings::init_sync_kiocb(kiocb, file) };
+        // SAFETY: `kiocb` was initialised just above and nothing else uses it yet. With a
+        // completion callback the kiocb is asynchronous: a direct read may return
+        // `-EIOCBQUEUED` and call `pending_done` when done.
+        unsafe {
+            (*kiocb).ki_flags |= bindings::IOCB_DIRECT as core::ffi::c_int;
+            (*kiocb).ki_pos = 0;
+            (*kiocb).ki_complete = Some(pending_done);
+        }
+        // SAFETY: `iov_iter_kvec` initialises `iter` over the one segment `kvec`, both at
+        // their final addresses (function contract), describing the buffer (valid for
+        // writes of `len` bytes until the batch's wait returned).
+        unsafe {
+            bindings::iov_iter_kvec(
+                self.iter.get(),
+                bindings::ITER_DEST,
+                self.kvec.get(),
+                1,
+                len,
+            )
+        };
+        // SAFETY: `batch` outlives the read (type invariant).
+        let batch = unsafe { &*self.batch };
+        batch.left.fetch_add(1, Ordering::AcqRel);
+        // As in `read_at`: read as the mounter.
+        // SAFETY: `f_cred` is the counted reference the open file holds to the mounter's
+        // credentials, alive for as long as the file; the guard is dropped at the end of this
+        // function, on this task.
+        let creds = unsafe { CredsOverride::new((*file).f_cred) };
+        // SAFETY: The file is open and was checked for direct I/O support; `kiocb` is an
+        // asynchronous kiocb of this file whose buffer and completion state outlive the read
+        // (function contract).
+        let n = unsafe { bindings::vfs_iocb_iter_read(file, kiocb, self.iter.get()) };
+        drop(creds);
+        if n != -(bindings::EIOCBQUEUED as isize) {
+            // Done without queueing (or refused): `pending_done` is not called.
+            self.ret.store(n, Ordering::Release);
+            batch.finish_one();
+        }
+    }
+
+    /// After the batch's wait: drops the lines of the buffer the CPU may have fetched
+    /// speculatively while the device wrote it.
+    fn finish(&self) {
+        let (addr, len) = self.buffer();
+        if is_vmalloc(addr.cast()) {
+            // SAFETY: `addr` is the vmalloc address of the read's buffer, valid for `len`
+            // bytes (type invariant), which nothing writes any more.
+            unsafe { bindings::invalidate_kernel_vmap_range(addr, len as _) };
+        }
+    }
+
+    /// The buffer the read writes into.
+    fn buffer(&self) -> (*mut core::ffi::c_void, usize) {
+        // SAFETY: `kvec` is written once, in `new`, and only read afterwards (by the file
+        // system too).
+        let kvec = unsafe { &*self.kvec.get() };
+        (kvec.iov_base, kvec.iov_len)
+    }
+
+    /// What the completed read returned.
+    fn result(&self) -> Result<usize> {
+        let n = self.ret.load(Ordering::Acquire);
+        if n < 0 {
+            return Err(Error::from_errno(n as _));
+        }
+        Ok(n as usize)
+    }
+}
+
+/// The completion callback of the reads of [`RegularFile::read_to_vecs`].
+///
+/// # Safety
+///
+/// `iocb` must be the `kiocb` of a submitted [`Pending`] (only those have this callback).
+unsafe extern "C" fn pending_done(iocb: *mut bindings::kiocb, ret: crate::ffi::c_long) {
+    // SAFETY: `iocb` is the `kiocb` field of a live `Pending` (function contract; it stays
+    // alive until its batch's wait returned, which needs this call first).
+    let req = unsafe { &*crate::container_of!(iocb, Pending, kiocb) };
+    req.ret.store(ret, Ordering::Release);
+    // SAFETY: The batch outlives the read (type invariant of `Pending`).
+    let batch = unsafe { &*req.batch };
+    // The last use of `req` and `batch` here: the submitter may free both once the last read
+    // counted.
+    batch.finish_one();
 }
 
 /// The destination of a read: a buffer borrowed for writes, whose bytes may be uninitialised
