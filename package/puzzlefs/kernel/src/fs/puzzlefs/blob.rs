@@ -190,48 +190,82 @@ impl Verity {
         self.index.get(i).map(|e| &e.1)
     }
 
-    /// Checks open blob `digest` against the policy; a refusal is logged (rate-limited) with
-    /// the blob's name and is `EIO`.
-    fn check(&self, digest: &Digest, file: &RegularFile) -> Result {
+    /// Checks open blob `digest` against the policy. Not logged here: the reader that needs
+    /// the blob logs why it cannot have it (a prefetch that only hoped to need it does not).
+    fn check(&self, digest: &Digest, file: &RegularFile) -> Result<(), OpenError> {
         if self.mode == Mode::Off {
             return Ok(());
         }
-        let hex = HexDigest(digest);
         let actual = match file.verity()? {
             FileVerity::Sha256(d) => d,
             FileVerity::Off if self.mode == Mode::On => return Ok(()),
-            FileVerity::Off => {
-                pr_err_ratelimited!("chunk blob {}: no fs-verity (verity=require)\n", hex);
-                return Err(EIO);
-            }
-            FileVerity::OtherAlgorithm(alg) => {
-                pr_err_ratelimited!(
-                    "chunk blob {}: fs-verity hash algorithm {} is not sha256\n",
-                    hex,
-                    alg
-                );
-                return Err(EIO);
-            }
+            FileVerity::Off => return Err(OpenError::NoVerity),
+            FileVerity::OtherAlgorithm(alg) => return Err(OpenError::Algorithm(alg)),
         };
         match self.recorded(digest) {
             Some(expected) if *expected == actual => Ok(()),
-            Some(expected) => {
-                pr_err_ratelimited!(
-                    "chunk blob {}: fs-verity digest {} is not the image's {}\n",
-                    hex,
-                    HexDigest(&actual),
-                    HexDigest(expected)
-                );
-                Err(EIO)
-            }
-            None => {
-                pr_err_ratelimited!(
-                    "chunk blob {}: the image records no fs-verity digest for it\n",
-                    hex
-                );
-                Err(EIO)
-            }
+            Some(expected) => Err(OpenError::Digest(actual, *expected)),
+            None => Err(OpenError::Unrecorded),
         }
+    }
+}
+
+/// Why a chunk blob cannot be used.
+pub(crate) enum OpenError {
+    /// It cannot be opened, or its fs-verity state or size cannot be read.
+    Io(Error),
+    /// It has no fs-verity, under `verity=require`.
+    NoVerity,
+    /// Its fs-verity hash algorithm (this `FS_VERITY_HASH_ALG_*`) is not sha256.
+    Algorithm(u8),
+    /// Its fs-verity digest (the first) is not the one the image records (the second).
+    Digest([u8; SHA256_DIGEST_SIZE], [u8; SHA256_DIGEST_SIZE]),
+    /// The image records no fs-verity digest for it.
+    Unrecorded,
+}
+
+impl fmt::Display for OpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OpenError::Io(e) => write!(f, "{:?}", e),
+            OpenError::NoVerity => f.write_str("no fs-verity (verity=require)"),
+            OpenError::Algorithm(alg) => {
+                write!(f, "fs-verity hash algorithm {} is not sha256", alg)
+            }
+            OpenError::Digest(actual, expected) => write!(
+                f,
+                "fs-verity digest {} is not the image's {}",
+                HexDigest(actual),
+                HexDigest(expected)
+            ),
+            OpenError::Unrecorded => f.write_str("the image records no fs-verity digest for it"),
+        }
+    }
+}
+
+impl From<Error> for OpenError {
+    fn from(e: Error) -> Self {
+        OpenError::Io(e)
+    }
+}
+
+impl From<kernel::alloc::AllocError> for OpenError {
+    fn from(_: kernel::alloc::AllocError) -> Self {
+        OpenError::Io(ENOMEM)
+    }
+}
+
+impl OpenError {
+    /// Logs (rate-limited) that inode `ino` cannot read chunk blob `digest` for this reason;
+    /// returns the errno of the read, `EIO`.
+    pub(crate) fn log(&self, ino: u64, digest: &Digest) -> Error {
+        pr_err_ratelimited!(
+            "inode {}: cannot open chunk blob {}: {}\n",
+            ino,
+            HexDigest(digest),
+            self
+        );
+        EIO
     }
 }
 
@@ -329,7 +363,7 @@ pub(crate) fn open(
     cache: &Mutex<BlobCache>,
     verity: &Verity,
     digest: &Digest,
-) -> Result<Arc<RegularFile>> {
+) -> Result<Arc<RegularFile>, OpenError> {
     {
         let mut c = cache.lock();
         c.clock = c.clock.wrapping_add(1);

@@ -181,15 +181,10 @@ impl<'a, F: ChunkList> Filler<'a, F> {
                 return Ok(f.clone());
             }
         }
-        let file = self.info.open_blob(digest).map_err(|e| {
-            pr_err_ratelimited!(
-                "inode {}: cannot open chunk blob {}: {:?}\n",
-                self.ino,
-                HexDigest(digest),
-                e
-            );
-            EIO
-        })?;
+        let file = self
+            .info
+            .open_blob(digest)
+            .map_err(|e| e.log(self.ino, digest))?;
         self.open = Some((*digest, file.clone()));
         Ok(file)
     }
@@ -344,7 +339,7 @@ pub(crate) fn readahead(inode: &INode<PuzzleFs>, ra: &mut Readahead<'_>) -> Resu
     let len = ra.len();
     info.with_blob(data.layer, |blob| {
         let file = blob.file_at(place);
-        prefetch(info, ino, &file, starts, pos, len);
+        prefetch(info, &file, starts, pos, len);
         let mut filler = Filler::new(info, ino, &file, starts, pos, len)?;
         ra.for_each_folio(|folio| filler.fill(folio))
     })
@@ -353,7 +348,7 @@ pub(crate) fn readahead(inode: &INode<PuzzleFs>, ra: &mut Readahead<'_>) -> Resu
 /// Reads the chunks that bytes `pos..pos + len` of `file` need, when there are several, all at
 /// once (`decompress::prefetch`), before the window is filled from them. A range that cannot
 /// be mapped is left to the fill, which reports it.
-fn prefetch<F: ChunkList>(info: &Info, ino: u64, file: &F, starts: &[u64], pos: u64, len: usize) {
+fn prefetch<F: ChunkList>(info: &Info, file: &F, starts: &[u64], pos: u64, len: usize) {
     let (chunk, chunk_start) = hint(starts, pos);
     let Ok(pieces) = file.map_from(chunk, chunk_start, pos, len as u64) else {
         return;
@@ -372,5 +367,5 @@ fn prefetch<F: ChunkList>(info: &Info, ino: u64, file: &F, starts: &[u64], pos: 
             break;
         }
     }
-    decompress::prefetch(info, ino, &keys);
+    decompress::prefetch(info, &keys);
 }

@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+use crate::blob::OpenError;
 use crate::mount::Info;
 use kernel::fs::file::RegularFile;
 use kernel::page::PAGE_SIZE;
@@ -252,7 +253,7 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) ->
         chunks.loaded.wait(&mut cache);
     };
     drop(cache);
-    let read = read_whole(info, &chunks.cache, ino, digest, compressed);
+    let read = read_whole(info, &chunks.cache, digest, compressed).map_err(|e| e.log(ino, digest));
     let mut cache = chunks.cache.lock();
     if marked {
         cache.unmark_loading(&key);
@@ -285,7 +286,7 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) ->
 /// Only a way to make the reads that follow faster: a chunk that cannot be read here (or is
 /// too large for this) is left to them, and they report the error. The chunks are marked as
 /// being read meanwhile, so that those reads wait for these instead of reading them again.
-pub(crate) fn prefetch(info: &Info, ino: u64, keys: &[(Digest, bool)]) {
+pub(crate) fn prefetch(info: &Info, keys: &[(Digest, bool)]) {
     let chunks = info.chunks();
     let Ok(mut mine) = KVec::with_capacity(keys.len().min(PREFETCH), GFP_KERNEL) else {
         return;
@@ -308,7 +309,7 @@ pub(crate) fn prefetch(info: &Info, ino: u64, keys: &[(Digest, bool)]) {
             }
         }
     }
-    read_marked(info, &chunks.cache, ino, &mine);
+    read_marked(info, &chunks.cache, &mine);
     let mut cache = chunks.cache.lock();
     for key in mine.iter() {
         cache.unmark_loading(key);
@@ -317,22 +318,28 @@ pub(crate) fn prefetch(info: &Info, ino: u64, keys: &[(Digest, bool)]) {
     chunks.loaded.notify_all();
 }
 
-/// [`prefetch`]'s reads of the chunks of `keys`, marked as being read, into the cache.
-fn read_marked(info: &Info, cache: &Mutex<ChunkCache>, ino: u64, keys: &[(Digest, bool)]) {
+/// [`prefetch`]'s reads of the chunks of `keys`, marked as being read, into the cache: the
+/// blobs are taken in the order of `keys` until [`PREFETCH_BYTES`] is spent. Nothing is logged
+/// here: a chunk that fails is read again by the fill that needs it, which logs why (once, and
+/// only if a reader needs it).
+fn read_marked(info: &Info, cache: &Mutex<ChunkCache>, keys: &[(Digest, bool)]) {
     let Ok(mut files) = KVec::with_capacity(keys.len(), GFP_KERNEL) else {
         return;
     };
-    let mut bytes = 0u64;
+    let mut left = PREFETCH_BYTES;
     for key in keys {
-        // A blob that cannot be opened is left to the reads that follow, which log why.
         let Ok(file) = info.open_blob(&key.0) else {
             continue;
         };
         let Ok(size) = file.size() else { continue };
-        bytes = bytes.saturating_add(size);
-        if size > chunk_max(key.1) as u64 || bytes > PREFETCH_BYTES {
+        if size > chunk_max(key.1) as u64 {
             continue;
         }
+        // The budget is spent: the blobs after this one are not even opened.
+        let Some(rest) = left.checked_sub(size) else {
+            break;
+        };
+        left = rest;
         if files.push((*key, file), GFP_KERNEL).is_err() {
             return;
         }
@@ -349,21 +356,13 @@ fn read_marked(info: &Info, cache: &Mutex<ChunkCache>, ino: u64, keys: &[(Digest
         return;
     };
     for ((key, file), src) in files.iter().zip(read) {
-        let Ok(src) = src else { continue };
-        file.drop_cached(0, u64::MAX);
         // One chunk decompressed at a time, each cached before the next.
-        let data = if key.1 {
-            match decompress(cache, ino, &key.0, &src) {
-                Ok(data) => data,
-                Err(_) => continue,
-            }
-        } else {
-            src
-        };
-        let Ok(data) = Arc::new(data, GFP_KERNEL) else {
-            return;
-        };
-        cache.lock().insert(&key.0, key.1, &data);
+        if let Ok(data) = src
+            .map_err(ChunkError::Read)
+            .and_then(|src| finish(cache, file, key.1, src))
+        {
+            cache.lock().insert(&key.0, key.1, &data);
+        }
     }
 }
 
@@ -376,59 +375,90 @@ fn chunk_max(compressed: bool) -> usize {
     }
 }
 
+/// Why a chunk could not be read whole.
+enum ChunkError {
+    /// Its blob cannot be opened or used.
+    Open(OpenError),
+    /// Its blob cannot be read.
+    Read(Error),
+    /// It is compressed and is not a valid zstd frame of at most [`MAX_CHUNK`] bytes.
+    Frame,
+    /// Anything else (out of memory), not logged.
+    Other(Error),
+}
+
+impl From<kernel::alloc::AllocError> for ChunkError {
+    fn from(_: kernel::alloc::AllocError) -> Self {
+        ChunkError::Other(ENOMEM)
+    }
+}
+
+impl ChunkError {
+    /// Logs (rate-limited) that inode `ino` cannot read chunk blob `digest` for this reason;
+    /// returns the errno of the read.
+    fn log(self, ino: u64, digest: &Digest) -> Error {
+        let hex = HexDigest(digest);
+        match self {
+            ChunkError::Open(e) => return e.log(ino, digest),
+            ChunkError::Read(e) => {
+                pr_err_ratelimited!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e)
+            }
+            ChunkError::Frame => pr_err_ratelimited!(
+                "inode {}: chunk blob {} is not a valid zstd frame\n",
+                ino,
+                hex
+            ),
+            ChunkError::Other(e) => return e,
+        }
+        EIO
+    }
+}
+
 /// Reads chunk blob `digest` whole, decompressing it if `compressed` (see [`chunk`]), outside
 /// the cache lock.
 fn read_whole(
     info: &Info,
     chunks: &Mutex<ChunkCache>,
-    ino: u64,
     digest: &Digest,
     compressed: bool,
-) -> Result<Whole> {
-    let hex = HexDigest(digest);
-    let file = info.open_blob(digest).map_err(|e| {
-        pr_err_ratelimited!("inode {}: cannot open chunk blob {}: {:?}\n", ino, hex, e);
-        EIO
-    })?;
-    if !compressed && file.size()? > MAX_CHUNK as u64 {
+) -> Result<Whole, ChunkError> {
+    let file = info.open_blob(digest).map_err(ChunkError::Open)?;
+    if !compressed && file.size().map_err(ChunkError::Other)? > MAX_CHUNK as u64 {
         return Ok(Whole::Ranged);
     }
-    let src = file.read_to_vec(chunk_max(compressed)).map_err(|e| {
-        pr_err_ratelimited!("inode {}: cannot read chunk blob {}: {:?}\n", ino, hex, e);
-        EIO
-    })?;
+    let src = file
+        .read_to_vec(chunk_max(compressed))
+        .map_err(ChunkError::Read)?;
+    finish(chunks, &file, compressed, src).map(Whole::Bytes)
+}
+
+/// The chunk whose blob `file` was read whole into `src`, ready to be cached: decompressed if
+/// `compressed`, allocated before taking the cache lock (see the module docs).
+fn finish(
+    chunks: &Mutex<ChunkCache>,
+    file: &RegularFile,
+    compressed: bool,
+    src: KVVec<u8>,
+) -> Result<Arc<KVVec<u8>>, ChunkError> {
     // Only what is read here is used from now on (cached here and in the file's pages): pages
     // a buffered read left in the blob's page cache would be a second copy.
     file.drop_cached(0, u64::MAX);
     let data = if compressed {
-        decompress(chunks, ino, digest, &src)?
+        decompress(chunks, &src)?
     } else {
         src
     };
-    // Allocated before taking the lock (see the module docs).
-    Ok(Whole::Bytes(Arc::new(data, GFP_KERNEL)?))
+    Ok(Arc::new(data, GFP_KERNEL)?)
 }
 
-/// Decompresses `src`, the zstd frame of chunk blob `digest`, with a context of the pool.
-fn decompress(
-    chunks: &Mutex<ChunkCache>,
-    ino: u64,
-    digest: &Digest,
-    src: &[u8],
-) -> Result<KVVec<u8>> {
+/// Decompresses `src`, the zstd frame of a chunk blob, with a context of the pool.
+fn decompress(chunks: &Mutex<ChunkCache>, src: &[u8]) -> Result<KVVec<u8>, ChunkError> {
     let idle = chunks.lock().take_decompressor();
     let mut decompressor = match idle {
         Some(d) => d,
-        None => Decompressor::new()?,
+        None => Decompressor::new().map_err(ChunkError::Other)?,
     };
     let data = decompressor.decompress(src, MAX_CHUNK);
     chunks.lock().put_decompressor(decompressor);
-    data.map_err(|_| {
-        pr_err_ratelimited!(
-            "inode {}: chunk blob {} is not a valid zstd frame\n",
-            ino,
-            HexDigest(digest)
-        );
-        EIO
-    })
+    data.map_err(|_| ChunkError::Frame)
 }

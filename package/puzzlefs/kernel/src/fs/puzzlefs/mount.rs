@@ -38,7 +38,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::blob::{self, BlobCache, BlobPath, Verity};
+use crate::blob::{self, BlobCache, BlobPath, OpenError, Verity};
 use crate::decompress::DecompressedChunks;
 use crate::meta::{Blob, Dir, Inode, Layer, Loaded, MerkleTree, Metadata, TreeError};
 use crate::nlink::Nlinks;
@@ -171,7 +171,7 @@ impl Info {
 
     /// The layer indexes, top first (at most `MAX_LAYERS`, so each fits a `u32`).
     fn layer_indexes(&self) -> impl Iterator<Item = u32> {
-        (0u32..).zip(0..self.layers.len()).map(|(i, _)| i)
+        (0u32..).take(self.layers.len())
     }
 
     /// Runs `f` on the metadata layers (top first), each with a fresh read budget.
@@ -288,7 +288,7 @@ impl Info {
     }
 
     /// Opens chunk blob `digest` of the image directory (or finds it open).
-    pub(crate) fn open_blob(&self, digest: &Digest) -> Result<Arc<RegularFile>> {
+    pub(crate) fn open_blob(&self, digest: &Digest) -> Result<Arc<RegularFile>, OpenError> {
         crate::blob::open(&self.mount, &self.blobs, &self.verity, digest)
     }
 }
