@@ -17,6 +17,7 @@
 use crate::decompress::{self, Whole};
 use crate::error::ResultExt;
 use crate::inode::{Extra, CHUNK_STRIDE};
+use crate::meta::Blob;
 use crate::mount::Info;
 use crate::PuzzleFs;
 use kernel::fs::{
@@ -35,6 +36,11 @@ const RESCHED_EVERY: usize = 64;
 
 /// Most pieces of a readahead window looked at for the chunks to read at once.
 const PREFETCH_PIECES: usize = 4 * decompress::PREFETCH;
+
+/// Inodes after a file's, in its layer, looked at for the chunks the next files need.
+const AHEAD_INODES: u32 = 16;
+/// Most chunks of those files read with the last window of a file.
+const AHEAD_CHUNKS: usize = 3;
 
 /// Where to start mapping file offset `pos`: the last indexed chunk starting at or before it
 /// (chunk 0 if none is indexed).
@@ -337,9 +343,12 @@ pub(crate) fn readahead(inode: &INode<PuzzleFs>, ra: &mut Readahead<'_>) -> Resu
     };
     let pos = u64::try_from(ra.pos())?;
     let len = ra.len();
+    // The last window of the file: the next files' chunks may be read with its own.
+    let last = pos.saturating_add(len as u64) >= u64::try_from(inode.size()).unwrap_or(0);
     info.with_blob(data.layer, |blob| {
         let file = blob.file_at(place);
-        prefetch(info, &file, starts, pos, len);
+        let next = last.then_some((blob, data.pos));
+        prefetch(info, next, &file, starts, pos, len);
         let mut filler = Filler::new(info, ino, &file, starts, pos, len)?;
         ra.for_each_folio(|folio| filler.fill(folio))
     })
@@ -348,7 +357,19 @@ pub(crate) fn readahead(inode: &INode<PuzzleFs>, ra: &mut Readahead<'_>) -> Resu
 /// Reads the chunks that bytes `pos..pos + len` of `file` need, when there are several, all at
 /// once (`decompress::prefetch`), before the window is filled from them. A range that cannot
 /// be mapped is left to the fill, which reports it.
-fn prefetch<F: ChunkList>(info: &Info, file: &F, starts: &[u64], pos: u64, len: usize) {
+///
+/// With `next`, the layer and position of the file, for the last window of a file that needs
+/// a chunk not read yet: the first chunks of the files after it in the layer are read with
+/// its own (see [`ahead`]), so that reading a tree of small files waits for the device once
+/// per few chunks rather than once per chunk.
+fn prefetch<F: ChunkList>(
+    info: &Info,
+    next: Option<(&Blob<'_>, u32)>,
+    file: &F,
+    starts: &[u64],
+    pos: u64,
+    len: usize,
+) {
     let (chunk, chunk_start) = hint(starts, pos);
     let Ok(pieces) = file.map_from(chunk, chunk_start, pos, len as u64) else {
         return;
@@ -367,5 +388,50 @@ fn prefetch<F: ChunkList>(info: &Info, file: &F, starts: &[u64], pos: u64, len: 
             break;
         }
     }
+    // Looked for only when the window waits for the device anyway: most windows of small
+    // files find their chunk cached, read with an earlier file's.
+    if let Some((blob, at)) = next {
+        if decompress::any_wanted(info, &keys) {
+            ahead(blob, at, &mut keys);
+        }
+    }
     decompress::prefetch(info, &keys);
+}
+
+/// Adds to `keys` the first chunks of the regular files among the [`AHEAD_INODES`] inodes
+/// after position `at` of `blob`'s layer, up to [`AHEAD_CHUNKS`] new ones (and
+/// [`decompress::PREFETCH`] keys in all).
+///
+/// The builders number a directory's entries consecutively and store the contents of its
+/// files in that order, so the files after a file in its layer are usually the ones read
+/// next, and their first chunks the next chunks read. A guess only: a chunk read here that no
+/// reader needs is a wasted read, nothing more, and anything unreadable ends the look.
+fn ahead(blob: &Blob<'_>, at: u32, keys: &mut KVec<(Digest, bool)>) {
+    let Ok(layer) = blob.layer() else { return };
+    let end = at
+        .saturating_add(AHEAD_INODES)
+        .min(layer.len().saturating_sub(1));
+    let mut added = 0;
+    for p in at.saturating_add(1)..=end {
+        let Ok(inode) = layer.inode_at(p) else { return };
+        if !matches!(inode.kind(), Ok(InodeKind::File)) {
+            continue;
+        }
+        let Ok(file) = inode.file() else { return };
+        // A file's first two chunks at most: the rest its own windows read.
+        for i in 0..file.chunk_count().min(2) {
+            let Ok(chunk) = file.chunk(i) else { return };
+            let key = (chunk.blob.digest, chunk.blob.compressed);
+            if keys.contains(&key) {
+                continue;
+            }
+            if keys.len() >= decompress::PREFETCH || keys.push(key, GFP_KERNEL).is_err() {
+                return;
+            }
+            added += 1;
+            if added == AHEAD_CHUNKS {
+                return;
+            }
+        }
+    }
 }

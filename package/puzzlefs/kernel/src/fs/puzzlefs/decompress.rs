@@ -125,6 +125,11 @@ impl ChunkCache {
         self.loading.iter().flatten().any(|k| k == key)
     }
 
+    /// Whether chunk `key` is neither cached nor being read.
+    fn wanted(&self, key: &(Digest, bool)) -> bool {
+        !self.contains(key) && !self.is_loading(key)
+    }
+
     /// Marks chunk `key` as being read; `false` if too many are.
     fn mark_loading(&mut self, key: &(Digest, bool)) -> bool {
         match self.loading.iter_mut().find(|k| k.is_none()) {
@@ -293,15 +298,12 @@ pub(crate) fn prefetch(info: &Info, keys: &[(Digest, bool)]) {
     };
     {
         let mut cache = chunks.cache.lock();
-        let wanted = |cache: &ChunkCache, key: &(Digest, bool)| {
-            !cache.contains(key) && !cache.is_loading(key)
-        };
         let keys = keys.get(..keys.len().min(PREFETCH)).unwrap_or(&[]);
-        if keys.iter().filter(|key| wanted(&cache, key)).count() < 2 {
+        if keys.iter().filter(|key| cache.wanted(key)).count() < 2 {
             return;
         }
         for key in keys {
-            if wanted(&cache, key) && cache.mark_loading(key) {
+            if cache.wanted(key) && cache.mark_loading(key) {
                 // Within the capacity: no allocation under the lock.
                 if mine.push(*key, GFP_NOWAIT).is_err() {
                     cache.unmark_loading(key);
@@ -316,6 +318,12 @@ pub(crate) fn prefetch(info: &Info, keys: &[(Digest, bool)]) {
     }
     drop(cache);
     chunks.loaded.notify_all();
+}
+
+/// Whether any chunk of `keys` is neither cached nor being read.
+pub(crate) fn any_wanted(info: &Info, keys: &[(Digest, bool)]) -> bool {
+    let cache = info.chunks().cache.lock();
+    keys.iter().any(|key| cache.wanted(key))
 }
 
 /// [`prefetch`]'s reads of the chunks of `keys`, marked as being read, into the cache: the
