@@ -64,6 +64,8 @@
 #                     through QEMU's gdb stub): $OUT/profile.md, per workload
 #                     run; stopping the guest to sample slows it, so the
 #                     timings of a profiled run are not figures to compare
+#   BENCH_SYSTEM_MAP  the System.map of the kernel in IMAGES, when IMAGES is
+#                     not this build's (default: $O's); the report checks it
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -321,7 +323,7 @@ boot() {
 	if [ -n "$sampler" ]; then
 		wait "$sampler" || die "the profiler failed"
 		python3 "$here/profile.py" report "$log" "$OUT/profile-samples.txt" \
-			"$(cat "$O/build/linux-dir")/System.map" "$OUT/profile.md"
+			"${BENCH_SYSTEM_MAP:-$(cat "$O/build/linux-dir")/System.map}" "$OUT/profile.md"
 	fi
 }
 

@@ -64,6 +64,8 @@ modprobe puzzlefs || { say "error: modprobe puzzlefs failed"; echo "@@bench-end@
 # Profiled (bench.sh BENCH_PROFILE=1): the module's symbols for profile.py.
 if [ -n "${PROFILE:-}" ]; then
 	awk '$2 ~ /^[tT]$/ && $4 == "[puzzlefs]" { print "@@SYM", $1, $2, $3 }' /proc/kallsyms
+	# A few of vmlinux's, for profile.py to check the System.map it is given.
+	awk 'NF == 3 && ($3 == "filemap_read" || $3 == "vfs_read" || $3 == "schedule") { print "@@KSYM", $1, $3 }' /proc/kallsyms
 fi
 say "kernel $(uname -r), $(grep MemTotal /proc/meminfo | tr -s ' ')"
 # Timings are as fine as the clock: jiffies would be 4 ms steps.

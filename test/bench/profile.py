@@ -189,12 +189,36 @@ def symbols(system_map, log):
     return [a for a, _ in syms], [n for _, n in syms]
 
 
+def check_map(system_map, log):
+    """None if the vmlinux symbols the guest printed (@@KSYM) are where
+    `system_map` puts them, else why not: a System.map of another build
+    names the wrong functions for every sample in vmlinux, silently."""
+    printed = re.findall(r"@@KSYM ([0-9a-f]+) (\S+)", text(log))
+    if not printed:
+        return "the guest printed no @@KSYM line (an older guest.sh): System.map not checked"
+    want = {n: int(a, 16) for a, n in printed}
+    have = {}
+    with open(system_map) as f:
+        for line in f:
+            p = line.split()
+            if len(p) >= 3 and p[2] in want:
+                have[p[2]] = int(p[0], 16)
+    bad = [n for n, a in want.items() if have.get(n) != a]
+    if bad:
+        return (f"{system_map} is not the booted kernel's: {', '.join(sorted(bad))} "
+                "not where the guest has it (BENCH_SYSTEM_MAP names the right one)")
+    return None
+
+
 def short(name):
     # Rust v0 names: drop the crate disambiguators, which only add noise here.
     return re.sub(r"Cs[0-9A-Za-z_]{6,14}_", "", name)[:120]
 
 
 def report(log, samples, system_map, out):
+    why = check_map(system_map, log)
+    if why and "not checked" not in why:
+        sys.exit(f"profile: {why}")
     addrs, names = symbols(system_map, log)
 
     def name(a):
@@ -231,6 +255,8 @@ def report(log, samples, system_map, out):
     with open(out, "w") as o:
         o.write("# make bench BENCH_PROFILE=1\n\nSamples of each vCPU (test/bench/profile.py); "
                 "percentages of the busy ones (not idle). Grouped by the run they preceded.\n")
+        if why:
+            o.write(f"\nNote: {why}.\n")
         for key, (total, busy, self_c, stack_c) in groups.items():
             if not busy:
                 continue
