@@ -39,6 +39,16 @@
  *        row <offset> <len> | <read path> | <read ref> | <genread>
  *      with what `read` and `genread` print there: one process instead of
  *      three per row (a process costs ~0.1 s under the debug kernel)
+ *   pzt-helper lookups <dir>      looks every name readdir lists in <dir> up
+ *      in orders other than the listing's, each pass after dropping the
+ *      dentry cache (so that each lookup reaches the file system; needs root):
+ *      reversed, then a stride through the names, then in name order with two
+ *      missing neighbours of each name (the name with a 0x01 byte added, which
+ *      sorts right after it, and the name with its last byte lowered, which
+ *      sorts before it; a neighbour that readdir lists is looked up as a name).
+ *      A name must be found with the inode number readdir gave it, a missing
+ *      neighbour must be ENOENT. Prints each difference, then
+ *      "lookups: <n> names, <m> lookups, <d> differences" (exit 1 if d > 0).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -467,6 +477,113 @@ static int gen(uint64_t seed, uint64_t size, uint64_t period)
 	return fflush(stdout) ? 1 : 0;
 }
 
+struct lk_name { char *name; ino_t ino; };
+
+static int lk_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct lk_name *)a)->name, ((const struct lk_name *)b)->name);
+}
+
+static long lk_lookups, lk_diffs;
+
+/* Looks <name> up in <dfd>: <want> is its inode number, or 0 if it is missing. */
+static void lk_one(int dfd, const char *name, ino_t want)
+{
+	struct stat st;
+	int rc = fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW);
+	int err = rc ? errno : 0;
+	char *e;
+
+	lk_lookups++;
+	if (want ? (!rc && st.st_ino == want) : (rc && err == ENOENT))
+		return;
+	if (++lk_diffs > 20)
+		return;
+	e = escs(name);
+	if (want)
+		printf("DIFF %s: want inode %llu, got %s %llu\n", e, (unsigned long long)want,
+		       rc ? strerror(err) : "inode", rc ? 0ULL : (unsigned long long)st.st_ino);
+	else
+		printf("DIFF %s: missing, got %s\n", e, rc ? strerror(err) : "found");
+	free(e);
+}
+
+static void lk_drop(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+
+	sync();
+	if (fd < 0 || write(fd, "2", 1) != 1) {
+		printf("DIFF cannot drop the dentry cache: %s\n", strerror(errno));
+		lk_diffs++;
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+static ino_t lk_find(struct lk_name *v, size_t n, const char *name)
+{
+	struct lk_name key = { (char *)name, 0 }, *f = bsearch(&key, v, n, sizeof(*v), lk_cmp);
+
+	return f ? f->ino : 0;
+}
+
+static int lookups(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	struct lk_name *v = NULL;
+	size_t n = 0, cap = 0, i, stride;
+	char buf[512];
+	int dfd;
+
+	if (!d) { printf("ERROR %s\n", strerror(errno)); return 1; }
+	errno = 0;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (n == cap && !(v = realloc(v, (cap = cap ? 2 * cap : 1024) * sizeof(*v))))
+			return 1;
+		v[n].name = strdup(de->d_name);
+		v[n++].ino = de->d_ino;
+		errno = 0;
+	}
+	if (errno) { printf("ERROR %s\n", strerror(errno)); return 1; }
+	qsort(v, n, sizeof(*v), lk_cmp);
+	dfd = dirfd(d);
+	lk_drop();
+	for (i = n; i-- > 0;)
+		lk_one(dfd, v[i].name, v[i].ino);
+	lk_drop();
+	/* A stride prime to n visits every name once, jumping back and forth. */
+	for (stride = n / 3 + 1; n && stride > 1; stride++) {
+		size_t a = n, b = stride;
+		while (b) { size_t t = a % b; a = b; b = t; }
+		if (a == 1)
+			break;
+	}
+	for (i = 0; i < n; i++)
+		lk_one(dfd, v[(i * stride) % n].name, v[(i * stride) % n].ino);
+	lk_drop();
+	for (i = 0; i < n; i++) {
+		size_t l = strlen(v[i].name);
+
+		lk_one(dfd, v[i].name, v[i].ino);
+		if (l < 255) {
+			snprintf(buf, sizeof(buf), "%s\x01", v[i].name);
+			lk_one(dfd, buf, lk_find(v, n, buf));
+		}
+		snprintf(buf, sizeof(buf), "%s", v[i].name);
+		if ((unsigned char)buf[l - 1] > 2 && buf[l - 1] != '/' + 1) {
+			buf[l - 1]--;
+			lk_one(dfd, buf, lk_find(v, n, buf));
+		}
+	}
+	printf("lookups: %zu names, %ld lookups, %ld differences\n", n, lk_lookups, lk_diffs);
+	closedir(d);
+	return lk_diffs ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 3 && !strcmp(argv[1], "manifest")) return manifest(argv[2]);
@@ -507,6 +624,8 @@ int main(int argc, char **argv)
 		if (errno) { printf("ERROR %s\n", strerror(errno)); return 1; }
 		return 0;
 	}
+	if (argc == 3 && !strcmp(argv[1], "lookups"))
+		return lookups(argv[2]);
 	if (argc == 5 && !strcmp(argv[1], "read"))
 		return read_at(argv[2], strtoll(argv[3], 0, 0), strtoul(argv[4], 0, 0));
 	if (argc >= 9 && !strcmp(argv[1], "rows"))
@@ -515,6 +634,6 @@ int main(int argc, char **argv)
 	fprintf(stderr, "usage: pzt-helper manifest <dir> | gen <seed> <size> <period> | xattrs <path> |"
 		" getxattr <path> <key> <bufsize> | read <path> <off> <len> |"
 		" gencmp <seed> <size> <period> <path> | genread <seed> <size> <period> <off> <len> |"
-		" rows <seed> <size> <period> <path> <ref> <len,...> <offset>...\n");
+		" rows <seed> <size> <period> <path> <ref> <len,...> <offset>... | lookups <dir>\n");
 	return 2;
 }

@@ -14,7 +14,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::decompress::{self, Whole};
+use crate::decompress::{self, Key, Keys, Whole};
 use crate::error::ResultExt;
 use crate::inode::{Extra, CHUNK_STRIDE};
 use crate::meta::Blob;
@@ -65,7 +65,10 @@ fn hint(starts: &[u64], pos: u64) -> (u32, u64) {
 /// can legitimately touch is refused (`EIO`) if the chunks are compressed, and read piece by
 /// piece otherwise: that bounds the work and memory of one call.
 struct Chunks {
-    held: KVec<(Digest, bool, Arc<KVVec<u8>>)>,
+    /// The chunk used last: the only one of most calls, which then allocate nothing here.
+    last: Option<(Key, Arc<KVVec<u8>>)>,
+    /// The others.
+    more: KVec<(Key, Arc<KVVec<u8>>)>,
     bytes: usize,
     max_count: usize,
     max_bytes: usize,
@@ -75,7 +78,8 @@ impl Chunks {
     /// For reading `len` bytes of a file (one folio, or a readahead window).
     fn new(len: usize) -> Self {
         Chunks {
-            held: KVec::new(),
+            last: None,
+            more: KVec::new(),
             bytes: 0,
             // Chunks written by the builders are 16 KiB or more: one new chunk per page at
             // most, plus the two at the ends.
@@ -95,19 +99,17 @@ impl Chunks {
     ) -> Result<Option<Arc<KVVec<u8>>>> {
         // Consecutive pieces usually come from the same chunk: look at the last one first.
         // (A blob is compressed or not for all its pieces: one read otherwise does not match.)
-        if let Some((d, c, data)) = self.held.last() {
-            if d == digest && *c == compressed {
+        let key = (*digest, compressed);
+        if let Some((k, data)) = &self.last {
+            if decompress::same(k, &key) {
                 return Ok(Some(data.clone()));
             }
         }
-        if let Some((_, _, data)) = self
-            .held
-            .iter()
-            .find(|(d, c, _)| d == digest && *c == compressed)
-        {
+        if let Some((_, data)) = self.more.iter().find(|(k, _)| decompress::same(k, &key)) {
             return Ok(Some(data.clone()));
         }
-        if self.held.len() >= self.max_count {
+        let held = self.more.len() + usize::from(self.last.is_some());
+        if held >= self.max_count {
             if !compressed {
                 return Ok(None);
             }
@@ -134,8 +136,10 @@ impl Chunks {
             );
             return Err(EIO);
         }
-        self.held
-            .push((*digest, compressed, data.clone()), GFP_KERNEL)?;
+        if let Some(old) = self.last.take() {
+            self.more.push(old, GFP_KERNEL)?;
+        }
+        self.last = Some((key, data.clone()));
         Ok(Some(data))
     }
 }
@@ -374,9 +378,7 @@ fn prefetch<F: ChunkList>(
     let Ok(pieces) = file.map_from(chunk, chunk_start, pos, len as u64) else {
         return;
     };
-    let Ok(mut keys) = KVec::with_capacity(decompress::PREFETCH, GFP_KERNEL) else {
-        return;
-    };
+    let mut keys = Keys::new();
     // However the pieces of a hostile image interleave, a bounded look.
     for piece in pieces.take(PREFETCH_PIECES) {
         let Ok(piece) = piece else { break };
@@ -384,7 +386,7 @@ fn prefetch<F: ChunkList>(
         if keys.contains(&key) {
             continue;
         }
-        if keys.len() == decompress::PREFETCH || keys.push(key, GFP_KERNEL).is_err() {
+        if !keys.push(key) {
             break;
         }
     }
@@ -406,7 +408,7 @@ fn prefetch<F: ChunkList>(
 /// files in that order, so the files after a file in its layer are usually the ones read
 /// next, and their first chunks the next chunks read. A guess only: a chunk read here that no
 /// reader needs is a wasted read, nothing more, and anything unreadable ends the look.
-fn ahead(blob: &Blob<'_>, at: u32, keys: &mut KVec<(Digest, bool)>) {
+fn ahead(blob: &Blob<'_>, at: u32, keys: &mut Keys) {
     let Ok(layer) = blob.layer() else { return };
     let end = at
         .saturating_add(AHEAD_INODES)
@@ -425,7 +427,7 @@ fn ahead(blob: &Blob<'_>, at: u32, keys: &mut KVec<(Digest, bool)>) {
             if keys.contains(&key) {
                 continue;
             }
-            if keys.len() >= decompress::PREFETCH || keys.push(key, GFP_KERNEL).is_err() {
+            if !keys.push(key) {
                 return;
             }
             added += 1;

@@ -26,7 +26,7 @@
 
 #![forbid(unsafe_code)]
 
-use crate::blob::OpenError;
+use crate::blob::{same_digest, OpenError};
 use crate::mount::Info;
 use kernel::fs::file::RegularFile;
 use kernel::page::PAGE_SIZE;
@@ -55,9 +55,55 @@ pub(crate) const PREFETCH: usize = 16;
 /// Most bytes of chunk blobs [`prefetch`] reads at once.
 const PREFETCH_BYTES: u64 = 4 << 20;
 
+/// A chunk: its blob's digest, and whether it is compressed (one blob read both ways is two
+/// chunks).
+pub(crate) type Key = (Digest, bool);
+
+/// Whether `a` and `b` are the same chunk.
+pub(crate) fn same(a: &Key, b: &Key) -> bool {
+    a.1 == b.1 && same_digest(&a.0, &b.0)
+}
+
+/// At most [`PREFETCH`] chunks, kept on the stack: the chunks a readahead window reads at once.
+pub(crate) struct Keys {
+    keys: [Key; PREFETCH],
+    len: usize,
+}
+
+impl Keys {
+    /// None.
+    pub(crate) const fn new() -> Self {
+        Keys {
+            keys: [([0; puzzlefs_format::DIGEST_LEN], false); PREFETCH],
+            len: 0,
+        }
+    }
+
+    /// The chunks, in the order they were added.
+    pub(crate) fn as_slice(&self) -> &[Key] {
+        self.keys.get(..self.len).unwrap_or(&[])
+    }
+
+    /// Whether `key` is one of them.
+    pub(crate) fn contains(&self, key: &Key) -> bool {
+        self.as_slice().iter().any(|k| same(k, key))
+    }
+
+    /// Adds `key`; `false` if full.
+    pub(crate) fn push(&mut self, key: Key) -> bool {
+        match self.keys.get_mut(self.len) {
+            Some(k) => {
+                *k = key;
+                self.len += 1;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
 struct Slot {
-    digest: Digest,
-    compressed: bool,
+    key: Key,
     data: Arc<KVVec<u8>>,
     used: u64,
 }
@@ -106,7 +152,7 @@ struct ChunkCache {
     /// Idle decompression contexts, made on demand and reused.
     idle: [Option<Decompressor>; POOL],
     /// Chunks being read (by digest and compression), not yet in `slots`.
-    loading: [Option<(Digest, bool)>; LOADING],
+    loading: [Option<Key>; LOADING],
 }
 
 impl ChunkCache {
@@ -121,17 +167,17 @@ impl ChunkCache {
         })
     }
 
-    fn is_loading(&self, key: &(Digest, bool)) -> bool {
-        self.loading.iter().flatten().any(|k| k == key)
+    fn is_loading(&self, key: &Key) -> bool {
+        self.loading.iter().flatten().any(|k| same(k, key))
     }
 
     /// Whether chunk `key` is neither cached nor being read.
-    fn wanted(&self, key: &(Digest, bool)) -> bool {
+    fn wanted(&self, key: &Key) -> bool {
         !self.contains(key) && !self.is_loading(key)
     }
 
     /// Marks chunk `key` as being read; `false` if too many are.
-    fn mark_loading(&mut self, key: &(Digest, bool)) -> bool {
+    fn mark_loading(&mut self, key: &Key) -> bool {
         match self.loading.iter_mut().find(|k| k.is_none()) {
             Some(free) => {
                 *free = Some(*key);
@@ -141,8 +187,12 @@ impl ChunkCache {
         }
     }
 
-    fn unmark_loading(&mut self, key: &(Digest, bool)) {
-        if let Some(k) = self.loading.iter_mut().find(|k| k.as_ref() == Some(key)) {
+    fn unmark_loading(&mut self, key: &Key) {
+        if let Some(k) = self
+            .loading
+            .iter_mut()
+            .find(|k| k.as_ref().is_some_and(|k| same(k, key)))
+        {
             *k = None;
         }
     }
@@ -158,21 +208,18 @@ impl ChunkCache {
         }
     }
 
-    fn contains(&self, key: &(Digest, bool)) -> bool {
-        self.slots
-            .iter()
-            .flatten()
-            .any(|s| s.digest == key.0 && s.compressed == key.1)
+    fn contains(&self, key: &Key) -> bool {
+        self.slots.iter().flatten().any(|s| same(&s.key, key))
     }
 
-    fn get(&mut self, digest: &Digest, compressed: bool) -> Option<Arc<KVVec<u8>>> {
+    fn get(&mut self, key: &Key) -> Option<Arc<KVVec<u8>>> {
         self.clock = self.clock.wrapping_add(1);
         let clock = self.clock;
         let slot = self
             .slots
             .iter_mut()
             .flatten()
-            .find(|s| s.digest == *digest && s.compressed == compressed)?;
+            .find(|s| same(&s.key, key))?;
         slot.used = clock;
         Some(slot.data.clone())
     }
@@ -207,17 +254,16 @@ impl ChunkCache {
         freed
     }
 
-    fn insert(&mut self, digest: &Digest, compressed: bool, data: &Arc<KVVec<u8>>) {
+    fn insert(&mut self, key: &Key, data: &Arc<KVVec<u8>>) {
         let len = data.len();
-        if len > MAX_CACHE_BYTES || self.get(digest, compressed).is_some() {
+        if len > MAX_CACHE_BYTES || self.get(key).is_some() {
             return;
         }
         loop {
             let free = self.slots.iter().position(|s| s.is_none());
             if let (Some(i), true) = (free, self.bytes + len <= MAX_CACHE_BYTES) {
                 self.slots[i] = Some(Slot {
-                    digest: *digest,
-                    compressed,
+                    key: *key,
                     data: data.clone(),
                     used: self.clock,
                 });
@@ -247,7 +293,7 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) ->
     let key = (*digest, compressed);
     let mut cache = chunks.cache.lock();
     let marked = loop {
-        if let Some(data) = cache.get(digest, compressed) {
+        if let Some(data) = cache.get(&key) {
             return Ok(Whole::Bytes(data));
         }
         if !cache.is_loading(&key) {
@@ -266,10 +312,10 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) ->
     let result = match read {
         Ok(Whole::Bytes(data)) => {
             // Another reader may have read the same chunk meanwhile (unmarked): keep one copy.
-            match cache.get(digest, compressed) {
+            match cache.get(&key) {
                 Some(cached) => Ok(Whole::Bytes(cached)),
                 None => {
-                    cache.insert(digest, compressed, &data);
+                    cache.insert(&key, &data);
                     Ok(Whole::Bytes(data))
                 }
             }
@@ -291,29 +337,25 @@ pub(crate) fn chunk(info: &Info, ino: u64, digest: &Digest, compressed: bool) ->
 /// Only a way to make the reads that follow faster: a chunk that cannot be read here (or is
 /// too large for this) is left to them, and they report the error. The chunks are marked as
 /// being read meanwhile, so that those reads wait for these instead of reading them again.
-pub(crate) fn prefetch(info: &Info, keys: &[(Digest, bool)]) {
+pub(crate) fn prefetch(info: &Info, keys: &Keys) {
     let chunks = info.chunks();
-    let Ok(mut mine) = KVec::with_capacity(keys.len().min(PREFETCH), GFP_KERNEL) else {
-        return;
-    };
+    let mut mine = Keys::new();
     {
         let mut cache = chunks.cache.lock();
-        let keys = keys.get(..keys.len().min(PREFETCH)).unwrap_or(&[]);
+        let keys = keys.as_slice();
         if keys.iter().filter(|key| cache.wanted(key)).count() < 2 {
             return;
         }
         for key in keys {
-            if cache.wanted(key) && cache.mark_loading(key) {
-                // Within the capacity: no allocation under the lock.
-                if mine.push(*key, GFP_NOWAIT).is_err() {
-                    cache.unmark_loading(key);
-                }
+            // `mine` holds as many as `keys`: never full here.
+            if cache.wanted(key) && cache.mark_loading(key) && !mine.push(*key) {
+                cache.unmark_loading(key);
             }
         }
     }
-    read_marked(info, &chunks.cache, &mine);
+    read_marked(info, &chunks.cache, mine.as_slice());
     let mut cache = chunks.cache.lock();
-    for key in mine.iter() {
+    for key in mine.as_slice() {
         cache.unmark_loading(key);
     }
     drop(cache);
@@ -321,16 +363,16 @@ pub(crate) fn prefetch(info: &Info, keys: &[(Digest, bool)]) {
 }
 
 /// Whether any chunk of `keys` is neither cached nor being read.
-pub(crate) fn any_wanted(info: &Info, keys: &[(Digest, bool)]) -> bool {
+pub(crate) fn any_wanted(info: &Info, keys: &Keys) -> bool {
     let cache = info.chunks().cache.lock();
-    keys.iter().any(|key| cache.wanted(key))
+    keys.as_slice().iter().any(|key| cache.wanted(key))
 }
 
 /// [`prefetch`]'s reads of the chunks of `keys`, marked as being read, into the cache: the
 /// blobs are taken in the order of `keys` until [`PREFETCH_BYTES`] is spent. Nothing is logged
 /// here: a chunk that fails is read again by the fill that needs it, which logs why (once, and
 /// only if a reader needs it).
-fn read_marked(info: &Info, cache: &Mutex<ChunkCache>, keys: &[(Digest, bool)]) {
+fn read_marked(info: &Info, cache: &Mutex<ChunkCache>, keys: &[Key]) {
     let Ok(mut files) = KVec::with_capacity(keys.len(), GFP_KERNEL) else {
         return;
     };
@@ -369,7 +411,7 @@ fn read_marked(info: &Info, cache: &Mutex<ChunkCache>, keys: &[(Digest, bool)]) 
             .map_err(ChunkError::Read)
             .and_then(|src| finish(cache, file, key.1, src))
         {
-            cache.lock().insert(&key.0, key.1, &data);
+            cache.lock().insert(key, &data);
         }
     }
 }

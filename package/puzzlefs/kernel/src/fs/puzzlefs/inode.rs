@@ -8,6 +8,7 @@ use crate::error::{inode_error, ResultExt};
 use crate::meta::{Bytes, Dir, File, Inode};
 use crate::sort::heapsort_by;
 use crate::PuzzleFs;
+use core::sync::atomic::AtomicU32;
 use kernel::fs::{
     inode::{self, INodeRef, Lookup, Params, Type},
     sb::SuperBlock,
@@ -90,6 +91,9 @@ pub(crate) enum Extra {
     Dir {
         order: LazyOrder,
         place: Option<DirPlace>,
+        /// The entry after the one the last lookup found: where the next lookup looks first
+        /// (see `dir::search`). Only a guess, which any value may be.
+        next: AtomicU32,
     },
     /// Anything else.
     Other,
@@ -225,11 +229,13 @@ fn inode_data(
             Ok(dir) => Extra::Dir {
                 order: LazyOrder::new()?,
                 place: Some(dir.place()),
+                next: AtomicU32::new(0),
             },
             Err(FormatError::Io) => return Err(EIO),
             Err(_) => Extra::Dir {
                 order: LazyOrder::damaged()?,
                 place: None,
+                next: AtomicU32::new(0),
             },
         },
         _ => Extra::Other,
